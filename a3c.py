@@ -1,0 +1,401 @@
+"""Rollouts and learning.
+
+Data path: `env.step` -> `env_runner` (policy acts) -> `PartialRollout` -> queue -> `A3C.process`
+(sync global -> local, advantages, apply gradients to the global variables on the parameter server).
+Only the trainer thread runs train ops; the runner thread only acts.
+"""
+import collections
+import csv
+import logging
+import os
+import queue
+import threading
+import time
+
+import numpy as np
+import scipy.signal
+import tensorflow as tf
+
+from model import LSTMPolicy
+
+tf1 = tf.compat.v1
+logger = logging.getLogger(__name__)
+
+ROLLOUT_WAIT_SECS = 600.0  # the trainer gives up when the runner delivers nothing for this long
+QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop request or a dead thread
+ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
+
+
+# ---------------------------------------------------------------- numpy: returns and advantages
+
+def discount(x, gamma):
+    """y[t] = x[t] + gamma * y[t + 1], computed right to left."""
+    x = np.asarray(x, np.float64)
+    return scipy.signal.lfilter([1.0], [1.0, -gamma], x[::-1], axis=0)[::-1]
+
+
+Batch = collections.namedtuple("Batch", ["observations", "actions", "advantages", "returns", "features"])
+
+
+def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_scale=1.0):
+    """Discounted returns and GAE advantages of a rollout, bootstrapped from V(last state) unless terminal.
+
+    returns[t] = sum_k gamma^k r[t+k] + gamma^(T-t) V(s_T)                         (A3C, Mnih et al. 2016)
+    advantages[t] = sum_k (gamma * lambda)^k delta[t+k], delta[t] = r[t] + gamma V(s[t+1]) - V(s[t])
+                                                                        (GAE, Schulman et al. 2016, eq. 16)
+    """
+    rewards = np.asarray(rollout.rewards, np.float64) * reward_scale
+    if reward_clip is not None:
+        rewards = np.clip(rewards, -reward_clip, reward_clip)
+    bootstrap = 0.0 if rollout.terminal else float(rollout.bootstrap_value)
+    values = np.append(np.asarray(rollout.values, np.float64), bootstrap)
+    returns = discount(np.append(rewards, bootstrap), gamma)[:-1]
+    deltas = rewards + gamma * values[1:] - values[:-1]
+    advantages = discount(deltas, gamma * gae_lambda)
+    return Batch(observations=np.asarray(rollout.observations, np.float32),
+                 actions=np.asarray(rollout.actions, np.int32),
+                 advantages=advantages.astype(np.float32),
+                 returns=returns.astype(np.float32),
+                 features=rollout.features)
+
+
+class PartialRollout:
+    """Consecutive steps of one episode, with the LSTM state at their start (`features`).
+
+    `terminal`: the episode ended by termination (no bootstrap). `episode_end`: the episode ended in any way,
+    termination or time-limit truncation; rollouts are never joined across it.
+    """
+
+    def __init__(self, features):
+        self.observations = []
+        self.actions = []
+        self.rewards = []
+        self.values = []
+        self.bootstrap_value = 0.0
+        self.terminal = False
+        self.episode_end = False
+        self.features = features
+
+    def add(self, observation, action, reward, value):
+        self.observations.append(observation)
+        self.actions.append(action)
+        self.rewards.append(reward)
+        self.values.append(value)
+
+    def extend(self, other):
+        """Append the rollout that followed this one in the same episode."""
+        if self.episode_end:
+            raise ValueError("cannot extend a rollout past the end of its episode")
+        self.observations.extend(other.observations)
+        self.actions.extend(other.actions)
+        self.rewards.extend(other.rewards)
+        self.values.extend(other.values)
+        self.bootstrap_value = other.bootstrap_value
+        self.terminal = other.terminal
+        self.episode_end = other.episode_end
+
+    def __len__(self):
+        return len(self.rewards)
+
+
+# ---------------------------------------------------------------- acting
+
+class AbortRetrySession:
+    """Wraps a session so that `run` retries TF's spurious duplicate-RunGraph AbortedError.
+
+    Under load the distributed runtime intermittently raises `AbortedError: The same RunGraph (Worker) request
+    was received twice` while two threads share a session; the request did not run, so running it again is safe.
+    """
+
+    def __init__(self, session, retries=ABORT_RETRIES):
+        self.session = session
+        self.retries = retries
+        self.aborts = 0
+
+    def run(self, fetches, feed_dict=None):
+        for attempt in range(self.retries + 1):
+            try:
+                return self.session.run(fetches, feed_dict)
+            except tf.errors.AbortedError as error:
+                if attempt == self.retries:
+                    raise
+                self.aborts += 1
+                logger.warning("session.run aborted (%s); retrying", error.message.splitlines()[0])
+
+
+EpisodeStats = collections.namedtuple("EpisodeStats",
+                                      ["reward", "length", "seconds", "env_reward", "truncated"])
+
+
+def env_runner(env, policy, session, rollout_len, on_episode_end):
+    """Play `env` with the local `policy` forever, yielding a PartialRollout every `rollout_len` steps or
+    at the end of an episode. One session.run per step; one more per cut-off rollout for its bootstrap value."""
+    observation, _ = env.reset()
+    state = policy.initial_state()
+    episode_reward = episode_env_reward = 0.0
+    episode_length = 0
+    episode_start = time.time()
+    while True:
+        rollout = PartialRollout(state)
+        for _ in range(rollout_len):
+            actions, values, state = policy.act(session, [observation], state)
+            action = int(actions[0])
+            next_observation, reward, terminated, truncated, info = env.step(action)
+            rollout.add(observation, action, reward, float(values[0]))
+            observation = next_observation
+            episode_reward += reward
+            episode_env_reward += info.get("env_reward", reward)
+            episode_length += 1
+            if terminated or truncated:
+                rollout.episode_end = True
+                rollout.terminal = bool(terminated)
+                if not terminated:
+                    rollout.bootstrap_value = float(policy.value_of(session, [observation], state)[0])
+                on_episode_end(EpisodeStats(episode_reward, episode_length, time.time() - episode_start,
+                                            episode_env_reward, not terminated))
+                observation, _ = env.reset()
+                state = policy.initial_state()
+                episode_reward = episode_env_reward = 0.0
+                episode_length = 0
+                episode_start = time.time()
+                break
+        else:
+            rollout.bootstrap_value = float(policy.value_of(session, [observation], state)[0])
+        yield rollout
+
+
+class RunnerThread(threading.Thread):
+    """Plays the environment with the local policy and queues rollouts for the trainer.
+
+    A failure is kept in `error` for the trainer to re-raise; the thread never dies silently.
+    """
+
+    def __init__(self, env, policy, rollout_len, queue_size, on_episode_end):
+        super().__init__(name="runner", daemon=True)
+        self.env = env
+        self.policy = policy
+        self.rollout_len = rollout_len
+        self.on_episode_end = on_episode_end
+        self.queue = queue.Queue(queue_size)
+        self.session = None
+        self.error = None
+        self.stop_requested = threading.Event()
+
+    def start_runner(self, session):
+        self.session = session
+        self.start()
+
+    def stop(self):
+        self.stop_requested.set()
+
+    def run(self):
+        try:
+            rollouts = env_runner(self.env, self.policy, self.session, self.rollout_len, self.on_episode_end)
+            for rollout in rollouts:
+                if not self._put(rollout):
+                    return
+        except Exception as error:  # handed to the trainer, which re-raises it
+            logger.exception("runner thread failed")
+            self.error = error
+
+    def _put(self, rollout):
+        while not self.stop_requested.is_set():
+            try:
+                self.queue.put(rollout, timeout=QUEUE_POLL_SECS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+class RunnerError(RuntimeError):
+    """The runner thread failed or went silent; the message says which."""
+
+
+# ---------------------------------------------------------------- losses
+
+Losses = collections.namedtuple("Losses", ["policy", "value", "entropy"])
+
+
+def a3c_losses(logits, values, actions, advantages, returns):
+    """Per-step means of the policy-gradient loss, the value loss and the policy entropy.
+
+    policy = -mean(log pi(a_t|s_t) * A_t)      (A3C, Mnih et al. 2016, eq. for the actor)
+    value  = 0.5 * mean((V(s_t) - R_t)^2)
+    entropy = mean(-sum_a pi(a|s_t) log pi(a|s_t))
+    """
+    log_probs = tf.nn.log_softmax(logits)  # [N, A]
+    chosen_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)  # [N]
+    policy_loss = -tf.reduce_mean(chosen_log_probs * advantages)
+    value_loss = 0.5 * tf.reduce_mean(tf.square(values - returns))
+    entropy = tf.reduce_mean(-tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=1))
+    return Losses(policy_loss, value_loss, entropy)
+
+
+# ---------------------------------------------------------------- the trainer
+
+class EpisodeLogger:
+    """Writes each finished episode to TensorBoard (`global/episode_*`) and to `episodes_<task>.csv`."""
+
+    COLUMNS = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated"]
+
+    def __init__(self, log_dir, task, summary_writer, global_step_fn):
+        self.path = os.path.join(log_dir, f"episodes_{task}.csv")
+        self.task = task
+        self.summary_writer = summary_writer
+        self.global_step_fn = global_step_fn
+        is_new = not os.path.exists(self.path)
+        self.file = open(self.path, "a", newline="")  # appended on resume: earlier episodes are kept
+        self.writer = csv.writer(self.file)
+        if is_new:
+            self.writer.writerow(self.COLUMNS)
+            self.file.flush()
+        self.episodes = 0
+
+    def __call__(self, stats):
+        global_step = self.global_step_fn()
+        self.episodes += 1
+        self.writer.writerow([global_step, f"{time.time():.3f}", self.task, f"{stats.reward:.6g}", stats.length,
+                              f"{stats.seconds:.3f}", f"{stats.env_reward:.6g}", int(stats.truncated)])
+        self.file.flush()
+        if self.summary_writer is not None:
+            summary = tf1.Summary()
+            summary.value.add(tag="global/episode_reward", simple_value=stats.reward)
+            summary.value.add(tag="global/episode_length", simple_value=stats.length)
+            summary.value.add(tag="global/episode_time", simple_value=stats.seconds)
+            summary.value.add(tag="global/episode_env_reward", simple_value=stats.env_reward)
+            self.summary_writer.add_summary(summary, global_step)
+        logger.info("episode %d: reward %.3f, length %d, global step %d",
+                    self.episodes, stats.reward, stats.length, global_step)
+
+    def close(self):
+        self.file.close()
+
+
+class A3C:
+    """Global policy on the parameter server, a local copy per worker, and the asynchronous update."""
+
+    def __init__(self, env, task, config, design_head=None, env_wrap=False, global_device=None,
+                 local_device=None):
+        self.env = env
+        self.task = task
+        self.config = config
+        self.env_wrap = env_wrap
+        observation_shape = env.observation_space.shape
+        num_actions = env.action_space.n
+
+        with tf1.device(global_device):
+            with tf1.variable_scope("global"):
+                self.network = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
+                self.global_step = tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(),
+                                                    trainable=False)
+
+        with tf1.device(local_device):
+            with tf1.variable_scope("local"):
+                self.local_network = pi = LSTMPolicy(observation_shape, num_actions, design_head,
+                                                     config.lstm_size)
+            self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+            self.advantages = tf1.placeholder(tf.float32, [None], name="advantages")  # [N]
+            self.returns = tf1.placeholder(tf.float32, [None], name="returns")  # [N]
+            self.losses = a3c_losses(pi.logits, pi.value, self.actions, self.advantages, self.returns)
+            self.loss = (self.losses.policy + config.value_loss_wt * self.losses.value
+                         - config.entropy_beta * self.losses.entropy)
+            # The loss is a per-step mean; scaling it by the rollout length keeps the learning rate's meaning
+            # independent of the batch size, as in the original.
+            loss_scale = float(config.rollout_maxlen)
+            grads = tf.gradients(self.loss * loss_scale, pi.var_list)
+            grad_norm = tf.linalg.global_norm(grads)
+            grads, _ = tf.clip_by_global_norm(grads, config.grad_norm_clip, use_norm=grad_norm)
+
+            self.sync = tf.group(*[local.assign(glob) for local, glob in zip(pi.var_list, self.network.var_list)])
+            batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
+            self.next_global_step = self.global_step.assign_add(batch_size)
+            optimizer = tf1.train.AdamOptimizer(config.learning_rate)
+            self.train_op = tf.group(optimizer.apply_gradients(zip(grads, self.network.var_list)),
+                                     self.next_global_step)
+            self.summary_op = tf1.summary.merge([
+                tf1.summary.scalar("model/policy_loss", self.losses.policy),
+                tf1.summary.scalar("model/value_loss", self.losses.value),
+                tf1.summary.scalar("model/entropy", self.losses.entropy),
+                tf1.summary.scalar("model/grad_global_norm", grad_norm),
+                tf1.summary.scalar("model/var_global_norm", tf.linalg.global_norm(pi.var_list)),
+            ])
+
+        self.runner = None
+        self.summary_writer = None
+        self.session = None
+        self.last_global_step = 0
+        self.updates = 0
+        self._fps_start = None
+        self._fps_steps = 0
+
+    def start(self, session, summary_writer, on_episode_end):
+        """Sync the local copy and start the runner thread on `session`."""
+        self.session = AbortRetrySession(session)
+        self.summary_writer = summary_writer
+        self.session.run(self.sync)
+        self.last_global_step = int(self.session.run(self.global_step))
+        self._fps_start = time.time()
+        self.runner = RunnerThread(self.env, self.local_network, self.config.rollout_maxlen,
+                                   self.config.queue_size, on_episode_end)
+        self.runner.start_runner(self.session)
+
+    def stop(self):
+        if self.runner is not None:
+            self.runner.stop()
+            self.runner.join(timeout=QUEUE_POLL_SECS * 5)
+
+    def _next_rollout(self):
+        waited = 0.0
+        while True:
+            if self.runner.error is not None:
+                raise RunnerError(f"runner thread failed: {type(self.runner.error).__name__}: "
+                                  f"{self.runner.error}") from self.runner.error
+            try:
+                return self.runner.queue.get(timeout=QUEUE_POLL_SECS)
+            except queue.Empty:
+                waited += QUEUE_POLL_SECS
+            if not self.runner.is_alive() and self.runner.error is None:
+                raise RunnerError("runner thread stopped without producing a rollout")
+            if waited >= ROLLOUT_WAIT_SECS:
+                raise RunnerError(f"no rollout from the runner thread in {ROLLOUT_WAIT_SECS:.0f} s: "
+                                  f"is the environment hung?")
+
+    def pull_batch_from_queue(self):
+        """One rollout, extended with the queued ones that continue its episode."""
+        rollout = self._next_rollout()
+        while not rollout.episode_end:
+            try:
+                rollout.extend(self.runner.queue.get_nowait())
+            except queue.Empty:
+                break
+        return rollout
+
+    def process(self):
+        """One asynchronous update: sync, compute advantages, apply gradients to the global variables."""
+        rollout = self.pull_batch_from_queue()
+        clip = self.config.reward_clip if self.env_wrap else None
+        batch = process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip, self.config.reward_scale)
+        self.session.run(self.sync)
+        pi = self.local_network
+        feed = {pi.x: batch.observations[None], pi.state_in.c: batch.features.c, pi.state_in.h: batch.features.h,
+                self.actions: batch.actions, self.advantages: batch.advantages, self.returns: batch.returns}
+        summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
+        fetches = [self.train_op, self.next_global_step] + ([self.summary_op] if summarise else [])
+        results = self.session.run(fetches, feed)
+        self.last_global_step = int(results[1])
+        self.updates += 1
+        self._fps_steps += len(rollout)
+        if summarise:
+            self.summary_writer.add_summary(results[2], self.last_global_step)
+            self._write_fps()
+        return batch
+
+    def _write_fps(self):
+        """diagnostics/fps: environment steps per second this worker trained on since the last summary."""
+        now = time.time()
+        summary = tf1.Summary()
+        summary.value.add(tag="diagnostics/fps", simple_value=self._fps_steps / max(now - self._fps_start, 1e-6))
+        self.summary_writer.add_summary(summary, self.last_global_step)
+        self.summary_writer.flush()
+        self._fps_start, self._fps_steps = now, 0

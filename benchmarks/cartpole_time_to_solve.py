@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""Time-to-solve benchmark: launch `train.py` as a user would and time how long CartPole-v1 takes to be solved.
+
+Solved (gymnasium's threshold): mean reward >= 475 over the last 100 episodes of all workers together, read
+from the episode CSVs while the run trains. One run per seed; prints progress, then a summary, and writes
+`<out>/time_to_solve.json`.
+
+    python benchmarks/cartpole_time_to_solve.py --num-workers 2 --seeds 0 1 2 --mode tmux
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import train  # noqa: E402
+
+SOLVED_MEAN = 475.0
+WINDOW = 100
+POLL_SECS = 5.0
+
+
+def recent_rewards(log_dir):
+    """All finished episodes of all workers, ordered by wall time: [(wall_time, reward, global_step)]."""
+    rows = []
+    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
+        with open(path) as handle:
+            rows += [(float(r["wall_time"]), float(r["reward"]), int(r["global_step"])) for r in csv.DictReader(handle)]
+    return sorted(rows)
+
+
+def run_seed(args, seed):
+    log_dir = os.path.join(args.out, f"seed{seed}")
+    if os.path.exists(log_dir):
+        sys.exit(f"{log_dir} exists: remove it or choose another --out")
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", args.mode, "--num-workers",
+            str(args.num_workers), "--env-id", args.env_id, "--log-dir", log_dir, "--expId", str(args.exp_id),
+            "--expName", f"bench-solve-{seed}", "--no-tensorboard", "--set", f"seed={seed}", *args.extra]
+    start = time.time()
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if args.mode == "tmux":
+        output = launcher.communicate()[0]
+        if launcher.returncode != 0:
+            sys.exit(f"launch failed: {output.strip()}")
+    result = {"seed": seed, "solved": False, "seconds": None, "global_step": None, "episodes": 0}
+    try:
+        while time.time() - start < args.max_minutes * 60:
+            time.sleep(POLL_SECS)
+            rows = recent_rewards(log_dir)
+            elapsed = time.time() - start
+            if rows:
+                window = [reward for _, reward, _ in rows[-WINDOW:]]
+                mean = sum(window) / len(window)
+                print(f"seed {seed}: {elapsed:6.0f} s, global step {rows[-1][2]:8d}, {len(rows):5d} episodes, "
+                      f"mean reward of the last {len(window)}: {mean:6.1f}", flush=True)
+                result.update(episodes=len(rows), global_step=rows[-1][2])
+                if len(window) == WINDOW and mean >= SOLVED_MEAN:
+                    result.update(solved=True, seconds=round(rows[-1][0] - start, 1))
+                    break
+            if args.mode == "child" and launcher.poll() is not None:
+                break
+    finally:
+        train.stop_run(log_dir, f"bench-solve-{seed}" if args.mode == "tmux" else None, quiet=True)
+        if launcher.poll() is None:
+            launcher.wait(timeout=60)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num-workers", type=int, default=2)
+    parser.add_argument("--env-id", default="CartPole-v1")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--mode", choices=("tmux", "child"), default="tmux")
+    parser.add_argument("--max-minutes", type=float, default=15.0)
+    parser.add_argument("--exp-id", type=int, default=300)
+    parser.add_argument("--out", default=os.path.join("tmp", "bench-time-to-solve"))
+    parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
+    args = parser.parse_args()
+    results = [run_seed(args, seed) for seed in args.seeds]
+    for r in results:
+        verdict = f"solved in {r['seconds']} s at global step {r['global_step']}" if r["solved"] else "NOT solved"
+        print(f"seed {r['seed']}: {verdict} ({r['episodes']} episodes)")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "time_to_solve.json"), "w") as handle:
+        json.dump({"num_workers": args.num_workers, "env_id": args.env_id, "cpus": os.cpu_count(),
+                   "results": results}, handle, indent=2)
+    return 0 if all(r["solved"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

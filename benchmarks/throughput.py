@@ -1,0 +1,137 @@
+#!/usr/bin/env python
+"""Throughput benchmark: environment steps per second per worker, and in aggregate, for 1..N workers.
+
+Three measurements per worker count:
+  env      the environment alone, random actions (the ceiling);
+  acting   each worker process plays with the LSTM policy (one session.run per step), no training;
+  training the real run: `train.py --mode child` (parameter server + workers + updates), measured from the
+           global step in the episode CSVs after a warm-up.
+
+    python benchmarks/throughput.py --workers 1 2 --seconds 30
+"""
+import argparse
+import csv
+import glob
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+import envs  # noqa: E402
+import train  # noqa: E402
+
+WARMUP_SECS = 10.0
+
+
+def env_only(env_id, seconds, seed):
+    env = envs.create_env(env_id, seed=seed)
+    env.reset(seed=seed)
+    steps, start = 0, time.time()
+    while time.time() - start < seconds:
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        steps += 1
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.time() - start)
+
+
+def acting_only(env_id, seconds, seed):
+    import tensorflow as tf
+
+    from model import LSTMPolicy
+
+    tf1 = tf.compat.v1
+    tf1.disable_eager_execution()
+    env = envs.create_env(env_id, seed=seed)
+    policy = LSTMPolicy(env.observation_space.shape, env.action_space.n)
+    config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+    with tf1.Session(config=config) as session:
+        session.run(tf1.global_variables_initializer())
+        observation, _ = env.reset(seed=seed)
+        state = policy.initial_state()
+        steps, start = 0, None
+        began = time.time()
+        while True:
+            now = time.time()
+            if start is None and now - began >= 2.0:  # graph warm-up
+                start, steps = now, 0
+            if start is not None and now - start >= seconds:
+                break
+            actions, _, state = policy.act(session, [observation], state)
+            observation, _, terminated, truncated, _ = env.step(int(actions[0]))
+            steps += 1
+            if terminated or truncated:
+                observation, _ = env.reset()
+                state = policy.initial_state()
+    return steps / (time.time() - start)
+
+
+def in_processes(function, env_id, seconds, workers):
+    """Per-worker steps/s of `function` run in `workers` processes at once."""
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return pool.starmap(function, [(env_id, seconds, seed) for seed in range(workers)])
+
+
+def training(env_id, seconds, workers, out, exp_id):
+    log_dir = os.path.join(out, f"train-{workers}")
+    shutil.rmtree(log_dir, ignore_errors=True)
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
+            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard"]
+    launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(glob.glob(os.path.join(log_dir, "episodes_*.csv"))) < workers:
+            time.sleep(1)
+        time.sleep(WARMUP_SECS + seconds)
+    finally:
+        train.stop_run(log_dir, None, quiet=True)
+        launcher.wait(timeout=60)
+    rows = []
+    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
+        with open(path) as handle:
+            rows += [(float(r["wall_time"]), int(r["global_step"])) for r in csv.DictReader(handle)]
+    rows.sort()
+    window = [row for row in rows if row[0] >= rows[-1][0] - seconds]
+    rate = (window[-1][1] - window[0][1]) / max(window[-1][0] - window[0][0], 1e-9)
+    return [rate / workers] * workers  # the global step counts every worker's steps together
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env-id", default="CartPole-v1")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--exp-id", type=int, default=350)
+    parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    print(f"{args.env_id} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
+    print(f"{'workers':>7} {'measurement':>11} {'steps/s per worker':>19} {'aggregate steps/s':>18}", flush=True)
+    for workers in args.workers:
+        for name in ("env", "acting", "training"):
+            if name == "env":
+                per_worker = in_processes(env_only, args.env_id, args.seconds, workers)
+            elif name == "acting":
+                per_worker = in_processes(acting_only, args.env_id, args.seconds, workers)
+            else:
+                per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id)
+            mean = sum(per_worker) / workers
+            results.append({"workers": workers, "measurement": name, "steps_per_sec_per_worker": round(mean, 1),
+                            "aggregate_steps_per_sec": round(sum(per_worker), 1)})
+            print(f"{workers:>7} {name:>11} {mean:>19.0f} {sum(per_worker):>18.0f}", flush=True)
+    with open(os.path.join(args.out, "throughput.json"), "w") as handle:
+        json.dump({"env_id": args.env_id, "cpus": os.cpu_count(), "seconds": args.seconds, "results": results},
+                  handle, indent=2)
+    print(f"wrote {os.path.join(args.out, 'throughput.json')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Hyper-parameters of curiosity-agent: one frozen dataclass, overridable from the command line.
+
+Defaults follow the original noreward-rl `constants.py`. Any field can be changed at launch with
+`--set name=value` (repeatable); the worker validates the result, logs it and writes it to
+`<log-dir>/config.json` so that a run can be reproduced and resumed.
+
+This module must not import TensorFlow: the launcher uses it to validate flags before starting anything.
+"""
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field, fields
+
+
+class ConfigError(ValueError):
+    """A hyper-parameter override or value that cannot be used; the message says which and why."""
+
+
+def _param(default, doc):
+    """A Config field whose docstring travels with it (printed by `train.py --help-config`)."""
+    return field(default=default, metadata={"help": " ".join(doc.split())})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every number the learner uses."""
+
+    gamma: float = _param(0.99, """
+    discount factor for rewards""")
+    gae_lambda: float = _param(1.0, """
+    lambda of Generalized Advantage Estimation (Schulman et al. 2016); 1.0 gives plain returns""")
+    entropy_beta: float = _param(0.01, """
+    weight of the policy-entropy bonus in the A3C loss""")
+    value_loss_wt: float = _param(0.5, """
+    weight of the value loss in the A3C loss""")
+    rollout_maxlen: int = _param(20, """
+    environment steps per rollout; the losses are scaled by it so that other hyper-parameters do not
+    depend on it (as in the original)""")
+    grad_norm_clip: float = _param(40.0, """
+    global-norm clipping of the policy gradient""")
+    reward_scale: float = _param(1.0, """
+    extrinsic rewards are multiplied by this before returns are computed (logs show the game's reward);
+    classic-control tasks pay 1 per step, and returns near 100 would swamp the value loss""")
+    reward_clip: float = _param(1.0, """
+    rewards are clipped to [-x, x] when --envWrap preprocessing is on""")
+    learning_rate: float = _param(1e-4, """
+    Adam learning rate""")
+    lstm_size: int = _param(256, """
+    units of the policy LSTM""")
+    max_global_steps: int = _param(100_000_000, """
+    training stops when the global step (environment steps over all workers) reaches this""")
+    checkpoint_secs: float = _param(30.0, """
+    seconds between checkpoints of the global variables, written by the chief (worker 0)""")
+    summary_every_updates: int = _param(11, """
+    a worker writes model/* TensorBoard summaries every this many updates""")
+    queue_size: int = _param(5, """
+    rollouts the runner thread may queue ahead of the trainer""")
+    seed: int = _param(0, """
+    base random seed; worker i uses seed + i for its environment and graph""")
+
+    def validate(self):
+        """Raise ConfigError naming the first field whose value cannot work."""
+        checks = [
+            ("gamma", 0.0 <= self.gamma <= 1.0, "must lie in [0, 1]"),
+            ("gae_lambda", 0.0 <= self.gae_lambda <= 1.0, "must lie in [0, 1]"),
+            ("entropy_beta", self.entropy_beta >= 0.0, "must be >= 0"),
+            ("value_loss_wt", self.value_loss_wt >= 0.0, "must be >= 0"),
+            ("rollout_maxlen", self.rollout_maxlen >= 1, "must be >= 1"),
+            ("grad_norm_clip", self.grad_norm_clip > 0.0, "must be > 0"),
+            ("reward_scale", self.reward_scale > 0.0, "must be > 0"),
+            ("reward_clip", self.reward_clip > 0.0, "must be > 0"),
+            ("learning_rate", self.learning_rate > 0.0, "must be > 0"),
+            ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
+            ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
+            ("checkpoint_secs", self.checkpoint_secs > 0.0, "must be > 0"),
+            ("summary_every_updates", self.summary_every_updates >= 1, "must be >= 1"),
+            ("queue_size", self.queue_size >= 1, "must be >= 1"),
+            ("seed", self.seed >= 0, "must be >= 0"),
+        ]
+        for name, ok, why in checks:
+            if not ok:
+                raise ConfigError(f"hyper-parameter {name}={getattr(self, name)!r} {why}")
+        return self
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+HELP = {f.name: f.metadata["help"] for f in fields(Config)}
+
+
+def _parse_value(name, text, current):
+    """Convert `text` to the type of the field's default; bools accept true/false/1/0."""
+    kind = type(current)
+    try:
+        if kind is bool:
+            lowered = text.strip().lower()
+            if lowered not in {"true", "false", "1", "0"}:
+                raise ValueError(text)
+            return lowered in {"true", "1"}
+        if kind is int:
+            number = float(text)  # accepts 1e6 as well as 1000000
+            if not number.is_integer():
+                raise ValueError(text)
+            return int(number)
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"--set {name}={text}: expected a {kind.__name__}") from None
+
+
+def apply_overrides(config, overrides):
+    """Return `config` with `["name=value", ...]` applied and validated; unknown names raise ConfigError."""
+    known = {f.name: f for f in fields(Config)}
+    changes = {}
+    for item in overrides or []:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(f"--set expects name=value, got {item!r}")
+        if name not in known:
+            raise ConfigError(f"--set {name}: unknown hyper-parameter; known: {', '.join(sorted(known))}")
+        changes[name] = _parse_value(name, text, getattr(config, name))
+    return dataclasses.replace(config, **changes).validate()
+
+
+# Named sets of overrides. `auto` picks one from the environment's observations; `--set` applies on top.
+PRESETS = {
+    "paper": {},
+    "classic": {"learning_rate": "1e-3", "reward_scale": "0.1"},
+}
+PRESET_CHOICES = ("auto",) + tuple(PRESETS)
+
+
+def resolve_preset(preset, observation_kind):
+    """`auto` means `classic` for vector observations and `paper` (the original's constants) for images."""
+    if preset != "auto":
+        return preset
+    return "classic" if observation_kind == "vector" else "paper"
+
+
+def config_from_overrides(overrides, preset="paper"):
+    """The Config of a preset with `--set` overrides applied on top."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESET_CHOICES)}")
+    preset_items = [f"{name}={value}" for name, value in PRESETS[preset].items()]
+    return apply_overrides(Config(), preset_items + list(overrides or []))
+
+
+# What a log directory's run is: a relaunch must agree on these, or the checkpoint cannot be restored.
+RUN_IDENTITY_KEYS = ("env_id", "design_head", "unsup", "env_wrap")
+
+CONFIG_FILE = "config.json"
+
+
+def read_run_config(log_dir):
+    """The `config.json` of an earlier run in `log_dir`, or None if there is none."""
+    path = os.path.join(log_dir, CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path} is unreadable ({error}); move it away or use another --log-dir") from None
+
+
+def check_same_run(log_dir, run_flags):
+    """Raise ConfigError when `log_dir` holds a run whose identity (env, head, curiosity) differs."""
+    previous = read_run_config(log_dir)
+    if previous is None:
+        return
+    before = previous.get("run", {})
+    for key in RUN_IDENTITY_KEYS:
+        if key in before and before[key] != run_flags.get(key):
+            raise ConfigError(
+                f"{log_dir} holds a run with {key}={before[key]!r}, not {run_flags.get(key)!r}: "
+                f"its checkpoint cannot be resumed with these flags; use another --log-dir")

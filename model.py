@@ -1,0 +1,190 @@
+"""Networks: the design heads, the LSTM, and the actor-critic policy built on them.
+
+Written with `tf.compat.v1.get_variable` because Keras 3 removed `tf.compat.v1.layers` and
+`tf.compat.v1.nn.rnn_cell`. Inputs are batches of sequences, `[B, T, *observation_shape]`: acting feeds
+B environments one step each (T = 1), training feeds one rollout (B = 1, T = rollout length), so one
+`session.run` can act for several environments.
+"""
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+
+DESIGN_HEADS = ("universe", "nips", "nature", "doom", "mlp")
+IMAGE_HEADS = ("universe", "nips", "nature", "doom")
+UNIVERSE_CONVS = 4
+MLP_UNITS = (64, 64)
+VALUE_INIT_STD = 1.0
+LOGITS_INIT_STD = 0.01
+
+
+def normalized_columns_initializer(std=1.0):
+    """Columns of unit norm times `std` (the universe-starter-agent initialisation of output layers)."""
+
+    def _initializer(shape, dtype=None, partition_info=None):
+        out = np.random.randn(*shape).astype(np.float32)
+        out *= std / np.sqrt(np.square(out).sum(axis=0, keepdims=True))
+        return tf.constant(out)
+
+    return _initializer
+
+
+def flatten(x):
+    return tf.reshape(x, [-1, int(np.prod(x.get_shape().as_list()[1:]))])
+
+
+def conv2d(x, num_filters, name, filter_size=(3, 3), stride=(1, 1), pad="SAME"):
+    """2-D convolution with the Glorot-style uniform initialisation of the original."""
+    with tf1.variable_scope(name):
+        stride_shape = [1, stride[0], stride[1], 1]
+        filter_shape = [filter_size[0], filter_size[1], int(x.get_shape()[3]), num_filters]
+        fan_in = np.prod(filter_shape[:3])
+        fan_out = np.prod(filter_shape[:2]) * num_filters
+        w_bound = np.sqrt(6.0 / (fan_in + fan_out))
+        w = tf1.get_variable("W", filter_shape, tf.float32, tf1.random_uniform_initializer(-w_bound, w_bound))
+        b = tf1.get_variable("b", [1, 1, 1, num_filters], initializer=tf1.zeros_initializer())
+        return tf.nn.conv2d(x, w, stride_shape, pad) + b
+
+
+def linear(x, size, name, initializer=None):
+    with tf1.variable_scope(name):
+        w = tf1.get_variable("w", [int(x.get_shape()[1]), size], initializer=initializer)
+        b = tf1.get_variable("b", [size], initializer=tf1.zeros_initializer())
+        return tf.matmul(x, w) + b
+
+
+def universe_head(x):
+    """universe-starter-agent: 4 x (conv 32 3x3 stride 2, ELU); 42x42 -> 3x3x32 = 288 features."""
+    for i in range(UNIVERSE_CONVS):
+        x = tf.nn.elu(conv2d(x, 32, f"l{i + 1}", (3, 3), (2, 2)))
+    return flatten(x)
+
+
+def nips_head(x):
+    """DQN NIPS 2013 trunk, as in noreward-rl."""
+    x = tf.nn.relu(conv2d(x, 16, "l1", (8, 8), (4, 4), pad="VALID"))
+    x = tf.nn.relu(conv2d(x, 32, "l2", (4, 4), (2, 2), pad="VALID"))
+    return tf.nn.relu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
+
+
+def nature_head(x):
+    """DQN Nature 2015 trunk, as in noreward-rl."""
+    x = tf.nn.relu(conv2d(x, 32, "l1", (8, 8), (4, 4), pad="VALID"))
+    x = tf.nn.relu(conv2d(x, 64, "l2", (4, 4), (2, 2), pad="VALID"))
+    x = tf.nn.relu(conv2d(x, 64, "l3", (3, 3), (1, 1), pad="VALID"))
+    return tf.nn.relu(linear(flatten(x), 512, "fc", normalized_columns_initializer(0.01)))
+
+
+def doom_head(x):
+    """'Learning to act by predicting the future' trunk, as in noreward-rl's doomHead."""
+    x = tf.nn.elu(conv2d(x, 8, "l1", (5, 5), (4, 4)))
+    x = tf.nn.elu(conv2d(x, 16, "l2", (3, 3), (2, 2)))
+    x = tf.nn.elu(conv2d(x, 32, "l3", (3, 3), (2, 2)))
+    x = tf.nn.elu(conv2d(x, 64, "l4", (3, 3), (2, 2)))
+    return tf.nn.elu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
+
+
+def mlp_head(x):
+    """Two ELU layers for vector observations (classic control)."""
+    for i, units in enumerate(MLP_UNITS):
+        x = tf.nn.elu(linear(x, units, f"fc{i + 1}", normalized_columns_initializer(1.0)))
+    return x
+
+
+HEADS = {"universe": universe_head, "nips": nips_head, "nature": nature_head, "doom": doom_head,
+         "mlp": mlp_head}
+
+
+def choose_head(observation_shape, design_head=None):
+    """The head for these observations: `mlp` for vectors, `universe` for images unless one is named."""
+    if len(observation_shape) == 1:
+        if design_head not in (None, "mlp"):
+            raise ValueError(f"--designHead {design_head} needs image observations; this environment "
+                             f"gives vectors of shape {tuple(observation_shape)} (use mlp)")
+        return "mlp"
+    if design_head is None:
+        return "universe"
+    if design_head not in IMAGE_HEADS:
+        raise ValueError(f"--designHead {design_head} does not take images; choose one of {IMAGE_HEADS}")
+    return design_head
+
+
+LSTMState = collections.namedtuple("LSTMState", ("c", "h"))
+
+
+class LSTMCell:
+    """A basic LSTM cell (forget-gate bias 1) that `tf.compat.v1.nn.dynamic_rnn` can drive."""
+
+    def __init__(self, num_units, forget_bias=1.0):
+        self.num_units = num_units
+        self.forget_bias = forget_bias
+
+    @property
+    def state_size(self):
+        return LSTMState(self.num_units, self.num_units)
+
+    @property
+    def output_size(self):
+        return self.num_units
+
+    def zero_state(self, batch_size, dtype):
+        return LSTMState(tf.zeros([batch_size, self.num_units], dtype), tf.zeros([batch_size, self.num_units], dtype))
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        return self.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        with tf1.variable_scope(scope or "lstm_cell", reuse=tf1.AUTO_REUSE):
+            gates = linear(tf.concat([inputs, state.h], axis=1), 4 * self.num_units, "gates")
+            i, j, f, o = tf.split(gates, 4, axis=1)  # input, candidate, forget, output
+            c = state.c * tf.sigmoid(f + self.forget_bias) + tf.sigmoid(i) * tf.tanh(j)
+            h = tf.tanh(c) * tf.sigmoid(o)
+        return h, LSTMState(c, h)
+
+
+class LSTMPolicy:
+    """Actor-critic: design head -> LSTM -> policy logits and value, on inputs `[B, T, *obs_shape]`."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256):
+        self.head = choose_head(observation_shape, design_head)
+        self.num_actions = num_actions
+        self.lstm_size = lstm_size
+        self.x = x = tf1.placeholder(tf.float32, [None, None, *observation_shape], name="observations")
+        batch, time = tf.shape(x)[0], tf.shape(x)[1]
+        frames = tf.reshape(x, [-1, *observation_shape])  # [B*T, *obs]
+        features = HEADS[self.head](frames)
+        self.features = features = tf.reshape(features, [batch, time, int(features.get_shape()[1])])  # [B, T, F]
+
+        self.state_in = LSTMState(tf1.placeholder(tf.float32, [None, lstm_size], name="c_in"),
+                                  tf1.placeholder(tf.float32, [None, lstm_size], name="h_in"))
+        lstm_out, state_out = tf1.nn.dynamic_rnn(LSTMCell(lstm_size), features, initial_state=self.state_in,
+                                                 time_major=False, scope="lstm")
+        self.state_out = state_out
+        flat = tf.reshape(lstm_out, [-1, lstm_size])  # [B*T, lstm]
+        self.logits = linear(flat, num_actions, "action", normalized_columns_initializer(LOGITS_INIT_STD))  # [B*T, A]
+        self.value = tf.reshape(linear(flat, 1, "value", normalized_columns_initializer(VALUE_INIT_STD)), [-1])
+        self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
+        self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
+        scope = tf1.get_variable_scope().name
+        self.var_list = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, scope + "/" if scope else None)
+
+    def initial_state(self, batch_size=1):
+        zeros = np.zeros((batch_size, self.lstm_size), np.float32)
+        return LSTMState(zeros, zeros.copy())
+
+    def _feed(self, observations, state):
+        observations = np.asarray(observations, np.float32)[:, None]  # [B, 1, *obs]
+        return {self.x: observations, self.state_in.c: state.c, self.state_in.h: state.h}
+
+    def act(self, session, observations, state, greedy=False):
+        """One step for B environments: (actions [B], values [B], next LSTM state), in one session.run."""
+        action_op = self.greedy if greedy else self.sample
+        actions, values, (c, h) = session.run([action_op, self.value, self.state_out],
+                                              self._feed(observations, state))
+        return actions, values, LSTMState(c, h)
+
+    def value_of(self, session, observations, state):
+        """V(s) for B environments given their LSTM state, e.g. to bootstrap a cut-off rollout."""
+        return session.run(self.value, self._feed(observations, state))

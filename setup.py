@@ -1,0 +1,25 @@
+"""curiosity-agent: distributed A3C + ICM (Pathak et al. 2017) on TensorFlow 2 in tf.compat.v1 graph mode."""
+from setuptools import setup
+
+setup(
+    name="curiosity-agent",
+    version="0.1.0",
+    description="Distributed A3C with the Intrinsic Curiosity Module, on TensorFlow's parameter-server runtime",
+    python_requires=">=3.11,<3.13",
+    py_modules=["a3c", "constants", "envs", "model", "train", "worker"],
+    install_requires=[
+        "tensorflow-cpu>=2.21,<2.22",
+        "tensorboard>=2.21,<2.22",
+        "gymnasium>=1.0,<2",
+        "numpy>=2.0,<3",
+        "scipy>=1.11,<2",
+        "opencv-python-headless>=4.9,<6",
+        "libtmux>=0.40,<1",
+    ],
+    extras_require={
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3"],
+        "doom": ["vizdoom>=1.2,<2"],
+        "mario": ["gym-super-mario-bros==7.4.0", "nes-py>=8.2,<9"],
+        "atari": ["ale-py>=0.9,<1"],
+    },
+)

@@ -1,0 +1,113 @@
+"""The real distributed path: a parameter server and two workers as processes on localhost ports."""
+import csv
+import glob
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+
+import train
+from conftest import ROOT
+
+tf1 = tf.compat.v1
+FAST = ["--set", "lstm_size=32", "--set", "checkpoint_secs=5"]
+
+
+def free_exp_id(num_workers, start):
+    """An --expId whose parameter-server and worker ports are all free now."""
+    for exp_id in range(start, train.MAX_EXP_ID):
+        ps_port, worker_ports, _ = train.ports_for(exp_id, num_workers)
+        if not any(train.port_in_use(port) for port in [ps_port] + worker_ports):
+            return exp_id
+    raise RuntimeError("no free ports")
+
+
+def launch(log_dir, max_steps, exp_id, *extra, mode="child", timeout=300):
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", mode, "--num-workers", "2",
+            "--env-id", "CartPole-v1", "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard",
+            "--set", f"max_global_steps={max_steps}", *FAST, *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def checkpoint_step(log_dir):
+    latest = tf1.train.latest_checkpoint(os.path.join(log_dir, "train"))
+    return int(latest.rsplit("-", 1)[1]) if latest else None
+
+
+def episodes(log_dir, task):
+    with open(os.path.join(log_dir, f"episodes_{task}.csv")) as handle:
+        return list(csv.DictReader(handle))
+
+
+def tags(log_dir, task):
+    found = set()
+    for path in glob.glob(os.path.join(log_dir, f"train_{task}", "events.out.tfevents.*")):
+        for event in tf1.train.summary_iterator(path):
+            found.update(value.tag for value in event.summary.value)
+    return found
+
+
+def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
+    log_dir = tmp_path / "run"
+    exp_id = free_exp_id(2, 400)
+    first = launch(log_dir, 3000, exp_id)
+    assert first.returncode == 0, first.stdout + first.stderr
+    step = checkpoint_step(log_dir)
+    assert step is not None and step >= 3000
+    rows = [episodes(log_dir, 0), episodes(log_dir, 1)]
+    assert all(rows), "both workers must finish episodes"
+    assert step >= sum(int(row["length"]) for worker_rows in rows for row in worker_rows)
+    for task in (0, 1):
+        assert {"global/episode_reward", "global/episode_length", "global/episode_time",
+                "model/policy_loss", "model/value_loss", "model/entropy", "model/grad_global_norm",
+                "model/var_global_norm", "diagnostics/fps"} <= tags(log_dir, task)
+    assert '"max_global_steps": 3000' in (log_dir / "config.json").read_text()
+    assert (log_dir / "kill.sh").exists() and (log_dir / "cmd.sh").exists()
+
+    second = launch(log_dir, 6000, exp_id)
+    assert second.returncode == 0, second.stdout + second.stderr
+    log = (log_dir / "w-0.out").read_text()
+    resumed_from = int(log.split("training from global step ")[-1].split()[0])
+    assert resumed_from >= step, "the relaunch must continue from the checkpoint"
+    assert checkpoint_step(log_dir) >= 6000
+    assert len(episodes(log_dir, 0)) > len(rows[0]), "episode CSVs are appended to, not overwritten"
+
+    index = tf1.train.latest_checkpoint(os.path.join(log_dir, "train")) + ".index"
+    with open(index, "wb") as handle:
+        handle.write(b"not a checkpoint")
+    third = launch(log_dir, 9000, exp_id, timeout=120)
+    assert third.returncode != 0
+    assert "is corrupt" in (log_dir / "w-0.out").read_text().splitlines()[-1]
+    assert "w-0 exited with status 2" in third.stdout
+    assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
+
+
+def tmux_windows(session):
+    out = subprocess.run(["tmux", "list-windows", "-t", session, "-F", "#{window_name}"], capture_output=True,
+                         text=True)
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def test_tmux_mode_windows_and_kill_script(tmp_path):
+    log_dir = tmp_path / "run"
+    session = f"test-{os.getpid()}"
+    exp_id = free_exp_id(2, 450)
+    result = launch(log_dir, 10**8, exp_id, "--expName", session, mode="tmux", timeout=60)
+    try:
+        assert result.returncode == 0, result.stderr
+        assert f"tmux attach -t {session}" in result.stdout
+        assert tmux_windows(session) == ["ps", "w-0", "w-1", "htop"]
+        deadline = time.time() + 120
+        while time.time() < deadline and not all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)):
+            time.sleep(1)
+        assert all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)), "workers did not start training"
+        assert len(train.run_processes(str(log_dir))) == 3
+    finally:
+        stop = subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    assert not train.run_processes(str(log_dir))
+    assert tmux_windows(session) == []
+    assert checkpoint_step(log_dir) is not None, "the chief saves a last checkpoint when stopped"

@@ -1,0 +1,105 @@
+"""The launcher: commands for each mode, --dry-run, and one-line errors for bad input."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+import train
+from conftest import ROOT
+
+
+def run_train(*args, env=None):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.mark.parametrize("mode", train.MODES)
+def test_create_commands_one_ps_n_workers(mode, tmp_path):
+    plan = train.create_commands("exp", 3, "CartPole-v1", str(tmp_path), mode=mode, exp_id=2,
+                                 overrides=["gamma=0.9"])
+    names = [p.name for p in plan.processes]
+    assert names[:5] == ["ps", "w-0", "w-1", "w-2", "tb"]
+    assert ("htop" in names) == (mode == "tmux")
+    assert plan.ps_port == train.PS_BASE_PORT + 2 * train.PORT_STRIDE
+    assert plan.worker_ports == [plan.ps_port + 1, plan.ps_port + 2, plan.ps_port + 3]
+    assert plan.tb_port == train.TB_BASE_PORT + 2
+    hosts = ",".join(f"127.0.0.1:{port}" for port in plan.worker_ports)
+    for i, process in enumerate(plan.processes[1:4]):
+        argv = process.argv
+        assert argv[argv.index("--task") + 1] == str(i) and argv[argv.index("--job-name") + 1] == "worker"
+        assert argv[argv.index("--worker-hosts") + 1] == hosts
+        assert argv[argv.index("--set") + 1] == "gamma=0.9"
+    assert plan.processes[0].argv[plan.processes[0].argv.index("--job-name") + 1] == "ps"
+    cmd_sh, kill_sh = train.script_texts(plan)
+    if mode == "tmux":
+        assert "tmux new-session -d -s exp -n ps" in cmd_sh and cmd_sh.count("send-keys") == len(names)
+    else:
+        assert sum(line.startswith("nohup ") for line in cmd_sh.splitlines()) == len(names)
+        assert f"> {os.path.join(str(tmp_path), 'w-2.out')} 2>&1 &" in cmd_sh
+    assert "--stop" in kill_sh and str(tmp_path) in kill_sh
+
+
+def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
+    log_dir = tmp_path / "never-created"
+    result = run_train("--num-workers", "8", "--dry-run", "--log-dir", str(log_dir))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("--job-name worker") == 8 and result.stdout.count("--job-name ps") == 1
+    assert "tensorboard.main" in result.stdout
+    assert not log_dir.exists()
+
+
+def assert_one_line_error(result, fragment):
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert fragment in lines[0], lines[0]
+
+
+def test_unknown_env_id(tmp_path):
+    result = run_train("--env-id", "NoSuchGame-v9", "--log-dir", str(tmp_path), "--mode", "child")
+    assert_one_line_error(result, "unknown environment id 'NoSuchGame-v9'; supported:")
+
+
+def test_zero_workers(tmp_path):
+    assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path)), "--num-workers must be")
+
+
+def test_bad_hyperparameter(tmp_path):
+    assert_one_line_error(run_train("--set", "gamma=1.5", "--log-dir", str(tmp_path)), "gamma=1.5 must lie in")
+
+
+def test_curiosity_not_built_yet_says_so(tmp_path):
+    result = run_train("--num-workers", "8", "--unsup", "action", "--dry-run", "--log-dir", str(tmp_path))
+    assert_one_line_error(result, "curiosity is not built yet")
+
+
+def test_busy_port(tmp_path):
+    exp_id = 37
+    ps_port, _, _ = train.ports_for(exp_id, 1)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", ps_port))
+        holder.listen()
+        result = run_train("--num-workers", "1", "--expId", str(exp_id), "--log-dir", str(tmp_path),
+                           "--mode", "child")
+    assert_one_line_error(result, f"port(s) {ps_port} already in use")
+
+
+def test_tmux_missing(tmp_path):
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable))  # python, but no tmux
+    result = run_train("--num-workers", "1", "--expId", "38", "--log-dir", str(tmp_path), env=env)
+    assert_one_line_error(result, "tmux is not installed")
+
+
+def test_unwritable_log_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a directory should be")
+    result = run_train("--log-dir", str(blocker / "run"), "--mode", "child")
+    assert_one_line_error(result, "cannot write to log directory")
+
+
+def test_log_dir_of_another_environment(tmp_path):
+    (tmp_path / "config.json").write_text('{"run": {"env_id": "Acrobot-v1"}}')
+    result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "39")
+    assert_one_line_error(result, "holds a run with env_id='Acrobot-v1'")

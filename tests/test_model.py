@@ -1,0 +1,139 @@
+"""Losses, gradients, network shapes, parameter placement and sync, and learning on a tiny environment."""
+import math
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import constants
+import envs
+from a3c import A3C, a3c_losses
+from conftest import free_ports
+from model import LSTMPolicy, choose_head
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+
+
+@pytest.fixture
+def graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def test_losses_on_zero_logits(graph):
+    logits = tf.zeros([3, 2])
+    values = tf.constant([1.0, 2.0, 3.0])
+    actions = tf.constant([0, 1, 1])
+    advantages = tf.constant([1.0, -2.0, 4.0])
+    returns = tf.constant([2.0, 2.0, 1.0])
+    losses = a3c_losses(logits, values, actions, advantages, returns)
+    grad = tf.gradients(losses.policy, logits)[0]
+    with tf1.Session() as session:
+        policy, value, entropy, grad = session.run([losses.policy, losses.value, losses.entropy, grad])
+    assert entropy == pytest.approx(math.log(2), rel=1e-6)  # uniform over two actions
+    assert policy == pytest.approx(math.log(2) * (1 - 2 + 4) / 3, rel=1e-6)  # -mean(log(1/2) * A)
+    assert value == pytest.approx(0.5 * (1 + 0 + 4) / 3, rel=1e-6)
+    # d(-log softmax(a))/d logits = softmax - one_hot(a), times A / N
+    expected = np.array([[-0.5, 0.5], [0.5, -0.5], [0.5, -0.5]]) * np.array([[1.0], [-2.0], [4.0]]) / 3
+    np.testing.assert_allclose(grad, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("head,features", [("universe", 288), ("nips", 256), ("nature", 512), ("doom", 256)])
+def test_image_heads_act_for_a_batch_of_environments(graph, head, features):
+    policy = LSTMPolicy((42, 42, 1), num_actions=4, design_head=head, lstm_size=32)
+    assert policy.head == head
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        observations = np.random.rand(3, 42, 42, 1).astype(np.float32)
+        actions, values, state = policy.act(session, observations, policy.initial_state(3))
+    assert actions.shape == (3,) and values.shape == (3,) and state.c.shape == (3, 32)
+    assert set(actions) <= {0, 1, 2, 3}
+    assert policy.features.shape[-1] == features
+
+
+def test_vector_observations_get_the_mlp_head(graph):
+    assert choose_head((4,)) == "mlp"
+    assert choose_head((42, 42, 1)) == "universe"
+    with pytest.raises(ValueError, match="needs image observations"):
+        choose_head((4,), "universe")
+    with pytest.raises(ValueError, match="does not take images"):
+        choose_head((42, 42, 1), "mlp")
+
+
+def test_lstm_state_carries_information(graph):
+    policy = LSTMPolicy((3,), num_actions=2, lstm_size=8)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        zero = policy.initial_state()
+        _, value_a, state = policy.act(session, [[1.0, 0.0, 0.0]], zero)
+        value_fresh = policy.value_of(session, [[0.0, 1.0, 0.0]], zero)
+        value_after = policy.value_of(session, [[0.0, 1.0, 0.0]], state)
+    assert not np.allclose(state.h, 0.0)
+    assert value_fresh[0] != pytest.approx(value_after[0], abs=1e-7)
+
+
+@pytest.fixture
+def cluster(graph):
+    """A parameter server and a worker, in this process, on free localhost ports."""
+    ps_port, worker_port = free_ports(2)
+    spec = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]})
+    ps = tf1.train.Server(spec, job_name="ps", task_index=0)
+    worker = tf1.train.Server(spec, job_name="worker", task_index=0)
+    return ps, worker
+
+
+def test_globals_on_ps_locals_on_worker_and_sync(cluster):
+    _, worker = cluster
+    env = envs.create_env("Corridor-v0", seed=0)
+    worker_device = "/job:worker/task:0/cpu:0"
+    trainer = A3C(env, 0, constants.Config(lstm_size=16), global_device=tf1.train.replica_device_setter(
+        1, worker_device=worker_device), local_device=worker_device)
+    assert all(v.device.startswith("/job:ps") for v in trainer.network.var_list + [trainer.global_step])
+    assert all(v.device.startswith("/job:worker") for v in trainer.local_network.var_list)
+    adam_slots = [v for v in tf1.global_variables() if "Adam" in v.name or "power" in v.name]
+    assert adam_slots and all(v.device.startswith("/job:ps") for v in adam_slots)
+    with tf1.Session(worker.target) as session:
+        session.run(tf1.global_variables_initializer())
+        local_before = session.run(trainer.local_network.var_list)
+        global_values = session.run(trainer.network.var_list)
+        assert not all(np.allclose(a, b) for a, b in zip(local_before, global_values))  # independent inits
+        session.run(trainer.sync)
+        for local, glob in zip(session.run(trainer.local_network.var_list), global_values):
+            np.testing.assert_array_equal(local, glob)
+
+
+def test_update_moves_globals_not_locals_and_counts_steps(graph):
+    env = envs.create_env("Corridor-v0", seed=0)
+    trainer = A3C(env, 0, constants.Config(lstm_size=16, learning_rate=1e-2))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        before = session.run(trainer.network.var_list)
+        batch = trainer.process()
+        after = session.run(trainer.network.var_list)
+        local = session.run(trainer.local_network.var_list)
+        trainer.stop()
+    assert trainer.last_global_step == len(batch.actions) > 0
+    assert any(not np.allclose(a, b) for a, b in zip(before, after))
+    for a, b in zip(local, before):  # the local copy holds what was synced before the update
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a3c_learns_the_corridor(graph):
+    """A random walk needs ~45 steps for the 8-cell corridor; the learned policy needs ~7 (optimum 7)."""
+    tf1.set_random_seed(1)
+    env = envs.create_env("Corridor-v0", seed=1)
+    trainer = A3C(env, 0, constants.Config(learning_rate=1e-3, lstm_size=32))
+    lengths = []
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: lengths.append(stats.length))
+        start = time.time()
+        while trainer.updates < 1500 and not (len(lengths) > 120 and np.mean(lengths[-50:]) <= 10):
+            trainer.process()
+        trainer.stop()
+    assert np.mean(lengths[:20]) > 20, "the untrained policy should wander like a random walk"
+    assert np.mean(lengths[-50:]) <= 10, f"not solved after {trainer.updates} updates"
+    assert trainer.updates < 1500 and time.time() - start < 120

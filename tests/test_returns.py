@@ -1,0 +1,65 @@
+"""Returns and GAE advantages against values computed by hand (gamma = 0.5 keeps the arithmetic exact)."""
+import numpy as np
+import pytest
+
+from a3c import PartialRollout, discount, process_rollout
+
+GAMMA = 0.5
+
+
+def rollout(rewards, values, bootstrap=0.0, terminal=True):
+    r = PartialRollout(features=None)
+    for reward, value in zip(rewards, values):
+        r.add(np.zeros(2, np.float32), 0, reward, value)
+    r.bootstrap_value = bootstrap
+    r.terminal = terminal
+    r.episode_end = terminal
+    return r
+
+
+def test_discount_right_to_left():
+    # y2 = 2, y1 = 0 + .5 * 2 = 1, y0 = 1 + .5 * 1 = 1.5
+    np.testing.assert_allclose(discount([1.0, 0.0, 2.0], GAMMA), [1.5, 1.0, 2.0])
+
+
+def test_terminal_rollout_lambda_one():
+    batch = process_rollout(rollout([1, 0, 2], [0.5, 1.0, 1.5], bootstrap=99.0, terminal=True), GAMMA, 1.0)
+    np.testing.assert_allclose(batch.returns, [1.5, 1.0, 2.0])  # the bootstrap is ignored when terminal
+    np.testing.assert_allclose(batch.advantages, [1.0, 0.0, 0.5])  # returns - values
+
+
+def test_bootstrapped_rollout_lambda_one():
+    # returns: y3 = V = 4, y2 = 2 + 2 = 4, y1 = 0 + 2 = 2, y0 = 1 + 1 = 2
+    batch = process_rollout(rollout([1, 0, 2], [0.5, 1.0, 1.5], bootstrap=4.0, terminal=False), GAMMA, 1.0)
+    np.testing.assert_allclose(batch.returns, [2.0, 2.0, 4.0])
+    np.testing.assert_allclose(batch.advantages, [1.5, 1.0, 2.5])
+
+
+def test_bootstrapped_rollout_gae_lambda_half():
+    # deltas: 1 + .5*1 - .5 = 1, 0 + .5*1.5 - 1 = -.25, 2 + .5*4 - 1.5 = 2.5; discounted by gamma*lambda = .25
+    batch = process_rollout(rollout([1, 0, 2], [0.5, 1.0, 1.5], bootstrap=4.0, terminal=False), GAMMA, 0.5)
+    np.testing.assert_allclose(batch.advantages, [1.09375, 0.375, 2.5])
+    np.testing.assert_allclose(batch.returns, [2.0, 2.0, 4.0])  # returns do not depend on lambda
+
+
+def test_terminal_rollout_gae_lambda_half():
+    # last delta: 2 + 0 - 1.5 = .5; then -.25 + .25*.5 = -.125; then 1 - .25*.125 = .96875
+    batch = process_rollout(rollout([1, 0, 2], [0.5, 1.0, 1.5], terminal=True), GAMMA, 0.5)
+    np.testing.assert_allclose(batch.advantages, [0.96875, -0.125, 0.5])
+
+
+def test_reward_clip_applies_only_when_asked():
+    unclipped = process_rollout(rollout([5.0, -3.0], [0.0, 0.0]), 1.0, 1.0)
+    clipped = process_rollout(rollout([5.0, -3.0], [0.0, 0.0]), 1.0, 1.0, reward_clip=1.0)
+    np.testing.assert_allclose(unclipped.returns, [2.0, -3.0])
+    np.testing.assert_allclose(clipped.returns, [0.0, -1.0])
+
+
+def test_extend_joins_rollouts_of_one_episode_only():
+    first = rollout([1.0], [0.0], bootstrap=7.0, terminal=False)
+    second = rollout([2.0], [0.0], bootstrap=3.0, terminal=False)
+    first.extend(second)
+    assert first.rewards == [1.0, 2.0] and first.bootstrap_value == 3.0
+    finished = rollout([1.0], [0.0], terminal=True)
+    with pytest.raises(ValueError):
+        finished.extend(second)

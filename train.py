@@ -1,0 +1,403 @@
+#!/usr/bin/env python
+"""Launcher: one parameter server, N workers and TensorBoard, in tmux (default), under nohup, or as children.
+
+    python train.py --num-workers 2 --env-id CartPole-v1          # tmux session 'a3c'
+    python train.py --num-workers 8 --dry-run                     # print the commands, run nothing
+    bash <log-dir>/kill.sh                                        # stop exactly this run
+
+`create_commands` is pure: it builds the commands; `main` checks the machine and runs them.
+This module does not import TensorFlow.
+"""
+import argparse
+import collections
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import constants
+import envs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER_SCRIPT = os.path.join(HERE, "worker.py")
+PS_BASE_PORT = 12222  # the original's ports: ps 12222, workers 12223...
+TB_BASE_PORT = 6006  # TensorBoard's own default
+PORT_STRIDE = 100  # --expId k shifts every port by k * PORT_STRIDE (TensorBoard by k)
+MAX_WORKERS = PORT_STRIDE - 1
+MAX_EXP_ID = 500  # keeps every port below 65536
+DEFAULT_NUM_WORKERS = os.cpu_count() or 1  # one worker per core: workers are CPU-bound, the PS is nearly idle
+CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")
+CURIOSITY_BUILT = ("none",)  # the ICM and its baselines arrive with issue #3
+STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
+MODES = ("tmux", "nohup", "child")
+
+Process = collections.namedtuple("Process", ["name", "argv"])
+Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "ps_port", "worker_ports",
+                                       "tb_port"])
+
+
+class LaunchError(Exception):
+    """Something the user can fix before anything starts; printed as one line."""
+
+
+def ports_for(exp_id, num_workers):
+    ps_port = PS_BASE_PORT + PORT_STRIDE * exp_id
+    return ps_port, [ps_port + 1 + i for i in range(num_workers)], TB_BASE_PORT + exp_id
+
+
+def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, env_wrap=False,
+                    design_head=None, unsup="none", no_reward=False, no_life_reward=False, visualise=False,
+                    overrides=(), tensorboard=True, preset="auto", python=sys.executable):
+    """The processes of one run, as argv lists: ps, w-0..w-N-1, tb (optional) and, in tmux, htop."""
+    log_dir = os.path.abspath(log_dir)
+    ps_port, worker_ports, tb_port = ports_for(exp_id, num_workers)
+    base = [python, WORKER_SCRIPT,
+            "--ps-hosts", f"127.0.0.1:{ps_port}",
+            "--worker-hosts", ",".join(f"127.0.0.1:{port}" for port in worker_ports),
+            "--log-dir", log_dir, "--env-id", env_id]
+    flags = []
+    if env_wrap:
+        flags.append("--env-wrap")
+    if design_head:
+        flags += ["--design-head", design_head]
+    if unsup != "none":
+        flags += ["--unsup", unsup]
+    if no_reward:
+        flags.append("--no-reward")
+    if no_life_reward:
+        flags.append("--no-life-reward")
+    if visualise:
+        flags.append("--visualise")
+    if preset != "auto":
+        flags += ["--preset", preset]
+    for item in overrides:
+        flags += ["--set", item]
+    processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
+    processes += [Process(f"w-{i}", base + ["--job-name", "worker", "--task", str(i)] + flags)
+                  for i in range(num_workers)]
+    if tensorboard:
+        processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
+                                        "--host", "127.0.0.1", "--port", str(tb_port)]))
+    if mode == "tmux":
+        processes.append(Process("htop", ["htop"] if shutil.which("htop") else ["top"]))
+    return Plan(session, log_dir, mode, processes, ps_port, worker_ports, tb_port if tensorboard else None)
+
+
+def shell_line(process, plan):
+    """The process as one shell command line; nohup and child modes send its output to <log-dir>/<name>.out."""
+    line = shlex.join(process.argv)
+    if plan.mode == "tmux":
+        return line
+    return f"nohup {line} > {shlex.quote(os.path.join(plan.log_dir, process.name + '.out'))} 2>&1 &"
+
+
+def kill_command(plan):
+    return [sys.executable, os.path.abspath(__file__), "--stop", "--log-dir", plan.log_dir,
+            "--expName", plan.session]
+
+
+def script_texts(plan):
+    """cmd.sh (the commands, to read or re-run by hand) and kill.sh (stops exactly this run)."""
+    cmd = ["#!/usr/bin/env bash", f"# curiosity-agent run '{plan.session}' in {plan.mode} mode"]
+    if plan.mode == "tmux":
+        cmd.append(f"tmux new-session -d -s {shlex.quote(plan.session)} -n ps")
+        for process in plan.processes[1:]:
+            cmd.append(f"tmux new-window -t {shlex.quote(plan.session)} -n {process.name}")
+        for process in plan.processes:
+            target = shlex.quote(f"{plan.session}:{process.name}")
+            cmd.append(f"tmux send-keys -t {target} {shlex.quote(shell_line(process, plan))} Enter")
+    else:
+        cmd += [shell_line(process, plan) for process in plan.processes]
+    kill = ["#!/usr/bin/env bash", f"# Stops run '{plan.session}' (log dir {plan.log_dir}): workers first, so that",
+            "# the chief can write a last checkpoint, then the parameter server and TensorBoard.",
+            "exec " + shlex.join(kill_command(plan))]
+    return "\n".join(cmd) + "\n", "\n".join(kill) + "\n"
+
+
+# ---------------------------------------------------------------- checks before launching
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description="Launch a distributed A3C (+ICM) run.",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = parser.add_argument
+    add("-w", "--num-workers", type=int, default=DEFAULT_NUM_WORKERS,
+        help="worker processes (default: one per CPU core of this machine)")
+    add("-e", "--env-id", default="CartPole-v1", help="environment id")
+    add("-l", "--log-dir", default=None, help="checkpoints, events, CSVs and logs (default: tmp/<env-id>)")
+    add("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
+    add("-m", "--mode", choices=MODES, default="tmux",
+        help="tmux: a session to attach to; nohup: detached, logs in <log-dir>/*.out; child: wait for the run")
+    add("--visualise", action="store_true", help="render the environment (needs a display)")
+    add("--envWrap", "--env-wrap", dest="env_wrap", action="store_true",
+        help="the paper's preprocessing and reward clipping")
+    add("--designHead", "--design-head", dest="design_head", default=None,
+        choices=("universe", "nips", "nature", "doom", "mlp"),
+        help="network trunk (default: mlp for vector observations, universe for images)")
+    add("--unsup", default="none", choices=CURIOSITY_CHOICES, help="curiosity: none (A3C), action (ICM), "
+        "state or stateAenc (pixel-prediction baselines)")
+    add("--noReward", "--no-reward", dest="no_reward", action="store_true", help="extrinsic reward forced to 0")
+    add("--noLifeReward", "--no-life-reward", dest="no_life_reward", action="store_true",
+        help="negative extrinsic rewards clipped to 0")
+    add("--expName", "--exp-name", dest="exp_name", default="a3c", help="tmux session name")
+    add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
+        help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
+    add("--pretrain", default=None, help="start from another run's weights (log dir)")
+    add("--default", action="store_true", help="the paper's settings: --envWrap --designHead universe "
+        "--unsup action --noLifeReward")
+    add("--preset", default="auto", choices=constants.PRESET_CHOICES,
+        help="named hyper-parameter set of constants.py; auto: classic for vector observations, paper otherwise")
+    add("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+        help="override a hyper-parameter of constants.py (repeatable); see --help-config")
+    add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
+    add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
+    add("--stop", action="store_true", help="stop the run in --log-dir (what kill.sh does) and exit")
+    args = parser.parse_args(argv)
+    if args.default:
+        args.env_wrap, args.design_head, args.unsup, args.no_life_reward = True, "universe", "action", True
+    if args.log_dir is None:
+        args.log_dir = os.path.join("tmp", args.env_id.replace("/", "_"))
+    return args
+
+
+def check_args(args):
+    """Checks that touch nothing: flag values, environment id, hyper-parameters."""
+    if not 1 <= args.num_workers <= MAX_WORKERS:
+        raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
+    if not 0 <= args.exp_id <= MAX_EXP_ID:
+        raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
+    if args.unsup not in CURIOSITY_BUILT:
+        raise LaunchError(f"--unsup {args.unsup}: curiosity is not built yet (issue #3); use --unsup none")
+    if args.pretrain:
+        raise LaunchError("--pretrain is not built yet (issue #3)")
+    if args.visualise and not os.environ.get("DISPLAY"):
+        raise LaunchError("--visualise needs a display (DISPLAY is not set); run without it on a headless machine")
+    try:
+        envs.check_env_id(args.env_id)
+        constants.config_from_overrides(args.overrides, "paper" if args.preset == "auto" else args.preset)
+    except (envs.EnvError, constants.ConfigError) as error:
+        raise LaunchError(str(error)) from None
+
+
+def check_log_dir(log_dir, flags):
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        probe = os.path.join(log_dir, f".write-test-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise LaunchError(f"cannot write to log directory {log_dir} ({error.strerror}); choose another --log-dir")
+    try:
+        constants.check_same_run(log_dir, flags)
+    except constants.ConfigError as error:
+        raise LaunchError(str(error)) from None
+
+
+def port_in_use(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports(plan):
+    ports = [plan.ps_port] + plan.worker_ports + ([plan.tb_port] if plan.tb_port else [])
+    busy = [port for port in ports if port_in_use(port)]
+    if busy:
+        raise LaunchError(f"port(s) {', '.join(map(str, busy))} already in use: stop the run using them "
+                          f"(its kill.sh) or pick another --expId")
+
+
+def check_tmux(session):
+    if shutil.which("tmux") is None:
+        raise LaunchError("tmux is not installed: install it (apt-get install tmux) or use --mode nohup or "
+                          "--mode child")
+    import libtmux
+
+    if libtmux.Server().has_session(session):
+        raise LaunchError(f"tmux session '{session}' already exists: attach with `tmux attach -t {session}`, "
+                          f"stop it with its kill.sh, or choose another --expName")
+
+
+def run_processes(log_dir):
+    """Processes of ours (worker.py or TensorBoard) whose command line names `log_dir`: {pid: argv}."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = [part.decode(errors="replace") for part in handle.read().split(b"\0") if part]
+        except OSError:
+            continue
+        pairs = set(zip(argv, argv[1:]))
+        ours = WORKER_SCRIPT in argv or "tensorboard.main" in argv
+        if ours and (("--log-dir", log_dir) in pairs or ("--logdir", log_dir) in pairs):
+            found[int(entry)] = argv
+    return found
+
+
+def check_not_running(log_dir):
+    running = run_processes(log_dir)
+    if running:
+        raise LaunchError(f"a run is already using {log_dir} (pids {', '.join(map(str, sorted(running)))}): "
+                          f"stop it with {os.path.join(log_dir, 'kill.sh')} first")
+
+
+# ---------------------------------------------------------------- running
+
+def write_scripts(plan):
+    cmd_text, kill_text = script_texts(plan)
+    for name, text in (("cmd.sh", cmd_text), ("kill.sh", kill_text)):
+        path = os.path.join(plan.log_dir, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.chmod(path, 0o755)
+
+
+def launch_tmux(plan):
+    import libtmux
+
+    server = libtmux.Server()
+    session = server.new_session(session_name=plan.session, window_name=plan.processes[0].name,
+                                 start_directory=os.getcwd(), attach=False)
+    windows = [session.windows[0]]
+    for process in plan.processes[1:]:
+        windows.append(session.new_window(window_name=process.name, start_directory=os.getcwd(), attach=False))
+    for window, process in zip(windows, plan.processes):
+        window.active_pane.send_keys(shell_line(process, plan), enter=True)
+
+
+def launch_detached(plan):
+    """Start every process in its own session with output in <log-dir>/<name>.out; returns {name: Popen}."""
+    children = {}
+    for process in plan.processes:
+        out = open(os.path.join(plan.log_dir, process.name + ".out"), "ab")
+        children[process.name] = subprocess.Popen(process.argv, stdout=out, stderr=subprocess.STDOUT,
+                                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        out.close()
+    return children
+
+
+def wait_for_children(plan, children):
+    """Child mode: wait for the workers, then stop the PS and TensorBoard. A failed worker or Ctrl-C stops
+    the whole run (a failed chief would otherwise leave the others waiting for it forever)."""
+    workers = {name: child for name, child in children.items() if name.startswith("w-")}
+    try:
+        while True:
+            codes = [child.poll() for child in workers.values()]
+            if None not in codes or any(code not in (None, 0) for code in codes):
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("interrupted: stopping the run", flush=True)
+    stop_run(plan.log_dir, None, quiet=True)
+    failed = {name: child.returncode for name, child in workers.items() if child.returncode not in (0, None)}
+    for name, code in sorted(failed.items()):
+        print(f"{name} exited with status {code}; see {os.path.join(plan.log_dir, name + '.out')}")
+    return 1 if failed else 0
+
+
+def _signal_and_wait(pids, sig, timeout):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + timeout
+    alive = set(pids)
+    while alive and time.time() < deadline:
+        alive = {pid for pid in alive if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid)}
+        time.sleep(0.2)
+    return alive
+
+
+def _is_zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def stop_run(log_dir, session, quiet=False):
+    """Stop the processes of the run in `log_dir`: workers first (the chief saves), then PS and TensorBoard."""
+    log_dir = os.path.abspath(log_dir)
+    running = run_processes(log_dir)
+    workers = [pid for pid, argv in running.items() if ("--job-name", "worker") in set(zip(argv, argv[1:]))]
+    others = [pid for pid in running if pid not in workers]
+    left = _signal_and_wait(workers, signal.SIGTERM, STOP_GRACE_SECS)
+    left |= _signal_and_wait(others, signal.SIGTERM, 5.0)
+    _signal_and_wait(sorted(left), signal.SIGKILL, 5.0)
+    if session and shutil.which("tmux"):
+        import libtmux
+
+        server = libtmux.Server()
+        if server.has_session(session):
+            server.kill_session(session)
+    if not quiet:
+        print(f"stopped {len(running)} process(es) of the run in {log_dir}"
+              + (f" and tmux session '{session}'" if session else ""))
+
+
+def announce(plan):
+    print(f"Run '{plan.session}': 1 parameter server, {sum(p.name.startswith('w-') for p in plan.processes)} "
+          f"workers; logs, checkpoints and CSVs in {plan.log_dir}")
+    if plan.mode == "tmux":
+        print(f"  attach:       tmux attach -t {plan.session}   (windows: "
+              f"{', '.join(p.name for p in plan.processes)})")
+    elif plan.mode == "nohup":
+        print(f"  output:       {os.path.join(plan.log_dir, '*.out')}")
+    if plan.tb_port:
+        print(f"  TensorBoard:  http://127.0.0.1:{plan.tb_port}")
+    print(f"  stop:         bash {os.path.join(plan.log_dir, 'kill.sh')}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.help_config:
+        for name, value in constants.Config().to_dict().items():
+            print(f"{name} = {value!r}\n    {constants.HELP[name]}")
+        for name, values in constants.PRESETS.items():
+            print(f"preset {name}: {values or 'the defaults above (the original noreward-rl constants)'}")
+        return 0
+    if args.stop:
+        stop_run(args.log_dir, args.exp_name)
+        return 0
+    try:
+        check_args(args)
+        plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,
+                               args.env_wrap, args.design_head, args.unsup, args.no_reward, args.no_life_reward,
+                               args.visualise, args.overrides, args.tensorboard, args.preset)
+        if args.dry_run:
+            print(script_texts(plan)[0], end="")
+            return 0
+        check_log_dir(plan.log_dir, {"env_id": args.env_id, "design_head": args.design_head,
+                                     "unsup": args.unsup, "env_wrap": args.env_wrap})
+        check_not_running(plan.log_dir)
+        check_ports(plan)
+        if args.mode == "tmux":
+            check_tmux(plan.session)
+    except LaunchError as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    write_scripts(plan)
+    if args.mode == "tmux":
+        launch_tmux(plan)
+        announce(plan)
+        return 0
+    children = launch_detached(plan)
+    announce(plan)
+    if args.mode == "child":
+        return wait_for_children(plan, children)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+#!/usr/bin/env python
+"""One process of a run: the parameter server (`--job-name ps`) or a worker that trains (`--job-name worker`).
+
+The launcher (`train.py`) starts one parameter server and N workers with the same cluster description. Workers
+keep a local copy of the policy, play their environment and push gradients to the global variables on the
+parameter server (between-graph replication). Worker 0 is the chief: it initialises or restores the global
+variables and checkpoints them every `checkpoint_secs`.
+"""
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # CPU only, even where a GPU exists
+
+import constants  # noqa: E402
+import envs  # noqa: E402
+
+logger = logging.getLogger("worker")
+
+CURIOSITY_MODES = ("none",)  # --unsup modes built so far; the ICM and its baselines are issue #3
+CHECKPOINT_SUBDIR = "train"
+FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is ended this much later
+OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
+CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
+CHECKPOINTS_KEPT = 5
+
+
+class UsageError(Exception):
+    """A problem the user can fix; reported as one line, exit status 2."""
+
+
+class ClusterError(Exception):
+    """The parameter server went away or stopped answering; reported as one line, exit status 1."""
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description="Run one parameter server or worker of a curiosity-agent run.")
+    parser.add_argument("--job-name", choices=("ps", "worker"), required=True)
+    parser.add_argument("--task", type=int, default=0, help="index of this process within its job")
+    parser.add_argument("--ps-hosts", required=True, help="host:port of the parameter server")
+    parser.add_argument("--worker-hosts", required=True, help="comma-separated host:port of every worker")
+    parser.add_argument("--log-dir", default="tmp/cartpole")
+    parser.add_argument("--env-id", default="CartPole-v1")
+    parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing and reward clipping")
+    parser.add_argument("--design-head", default=None, help="universe, nips, nature, doom or mlp")
+    parser.add_argument("--unsup", default="none", help="curiosity mode")
+    parser.add_argument("--no-reward", action="store_true")
+    parser.add_argument("--no-life-reward", action="store_true")
+    parser.add_argument("--visualise", action="store_true")
+    parser.add_argument("--preset", default="auto", choices=constants.PRESET_CHOICES,
+                        help="named hyper-parameter set; auto: classic for vector observations, else paper")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
+    return parser.parse_args(argv)
+
+
+def cluster_spec(ps_hosts, worker_hosts):
+    return {"ps": ps_hosts.split(","), "worker": worker_hosts.split(",")}
+
+
+def run_flags(args):
+    """The flags that define what a log directory's run is, as stored in config.json."""
+    return {"env_id": args.env_id, "design_head": args.design_head, "unsup": args.unsup, "env_wrap": args.env_wrap,
+            "no_reward": args.no_reward, "no_life_reward": args.no_life_reward,
+            "num_workers": len(args.worker_hosts.split(","))}
+
+
+def write_config(log_dir, args, preset, config):
+    """Atomically write `<log-dir>/config.json`: every effective hyper-parameter and the run's flags."""
+    record = {"run": run_flags(args), "preset": preset, "hyperparameters": config.to_dict(), "argv": sys.argv,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    path = os.path.join(log_dir, constants.CONFIG_FILE)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+    os.replace(temporary, path)
+
+
+def import_tf():
+    import tensorflow as tf
+
+    tf.get_logger().setLevel(logging.ERROR)
+    tf.compat.v1.disable_eager_execution()
+    return tf.compat.v1
+
+
+def run_ps(args):
+    tf1 = import_tf()
+    cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
+    server = tf1.train.Server(cluster, job_name="ps", task_index=args.task,
+                              config=tf1.ConfigProto(device_filters=["/job:ps"]))
+    logger.info("parameter server %d listening on %s", args.task, cluster.task_address("ps", args.task))
+    server.join()
+
+
+def check_checkpoint(tf1, train_dir, variables):
+    """Refuse to start on a checkpoint that cannot be restored, rather than silently starting over."""
+    state_file = os.path.join(train_dir, "checkpoint")
+    latest = tf1.train.latest_checkpoint(train_dir)
+    if latest is None:
+        if os.path.exists(state_file):
+            raise UsageError(f"{state_file} names checkpoints that do not exist; restore them, or move "
+                             f"{train_dir} away to start over")
+        return None
+    try:
+        shapes = tf1.train.NewCheckpointReader(latest).get_variable_to_shape_map()
+    except Exception as error:  # TF raises several types for a damaged file
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"checkpoint {latest} is corrupt ({first_line}); delete it or move {train_dir} away "
+                         f"to start over") from None
+    for variable in variables:
+        name = variable.op.name
+        if name not in shapes:
+            raise UsageError(f"checkpoint {latest} lacks {name}: it was written by a different model; "
+                             f"use another --log-dir")
+        if list(shapes[name]) != variable.shape.as_list():
+            raise UsageError(f"checkpoint {latest} has {name} of shape {shapes[name]}, the model needs "
+                             f"{variable.shape.as_list()}: use another --log-dir")
+    return latest
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGINT/SIGHUP so that the chief can write a last checkpoint before exiting; a process still
+    busy FORCE_EXIT_SECS later (stuck on a parameter server that is gone) is ended."""
+
+    def __init__(self):
+        self.stop = False
+        signal.signal(signal.SIGTERM, self._set)
+        signal.signal(signal.SIGINT, self._set)
+        signal.signal(signal.SIGHUP, self._set)  # the tmux session was killed
+
+    def _set(self, signum, frame):
+        if self.stop:
+            return
+        logger.info("signal %d received: stopping after this update", signum)
+        self.stop = True
+        timer = threading.Timer(FORCE_EXIT_SECS, os._exit, [128 + signum])
+        timer.daemon = True
+        timer.start()
+
+
+def effective_config(args, env):
+    """The preset for this environment with the --set overrides on top, logged and written to config.json."""
+    preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space))
+    config = constants.config_from_overrides(args.overrides, preset)
+    logger.info("preset %s", preset)
+    for key, value in config.to_dict().items():
+        logger.info("hyper-parameter %s = %r", key, value)
+    write_config(args.log_dir, args, preset, config)
+    return config
+
+
+def run_worker(args):
+    from a3c import A3C, EpisodeLogger
+
+    tf1 = import_tf()
+    task = args.task
+    chief = task == 0
+    stop_flag = StopFlag()
+    env = envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
+                          no_life_reward=args.no_life_reward, render_mode="human" if args.visualise else None)
+    config = effective_config(args, env)
+    env.reset(seed=config.seed + task)
+    env.action_space.seed(config.seed + task)
+    tf1.set_random_seed(config.seed + task)
+    worker_device = f"/job:worker/task:{task}/cpu:0"
+    try:
+        trainer = A3C(env, task, config, design_head=args.design_head, env_wrap=args.env_wrap,
+                      global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
+                      local_device=worker_device)
+    except ValueError as error:  # an impossible head/observation combination
+        raise UsageError(str(error)) from None
+    variables_to_save = [v for v in tf1.global_variables() if not v.name.startswith("local")]
+    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    if chief:
+        latest = check_checkpoint(tf1, train_dir, variables_to_save)
+        logger.info("resuming from %s" % latest if latest else "no checkpoint in %s: starting fresh" % train_dir)
+
+    cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
+    server = tf1.train.Server(cluster, job_name="worker", task_index=task,
+                              config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+    summary_writer = tf1.summary.FileWriter(os.path.join(args.log_dir, f"train_{task}"))
+    saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT)
+    supervisor = tf1.train.Supervisor(
+        is_chief=chief, logdir=train_dir, saver=saver, summary_op=None,
+        init_op=tf1.variables_initializer(variables_to_save),
+        ready_op=tf1.report_uninitialized_variables(variables_to_save),
+        global_step=trainer.global_step, summary_writer=summary_writer,
+        save_model_secs=config.checkpoint_secs, save_summaries_secs=config.checkpoint_secs,
+        recovery_wait_secs=CHIEF_WAIT_POLL_SECS)
+    session_config = tf1.ConfigProto(device_filters=["/job:ps", worker_device],
+                                     operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
+    episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+
+    logger.info("connecting to the parameter server%s", "" if chief else " (waiting for the chief to initialise)")
+    try:
+        train(supervisor, saver, trainer, chief, stop_flag, server.target, session_config, summary_writer,
+              episode_logger)
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError) as error:
+        raise ClusterError(f"lost the parameter server at {args.ps_hosts} "
+                           f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
+    finally:
+        episode_logger.close()
+        env.close()
+    logger.info("worker %d done at global step %d", task, trainer.last_global_step)
+
+
+def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger):
+    """The session loop: train until the max global step or a stop request; the chief saves at the end."""
+    config = trainer.config
+    with supervisor.managed_session(target, config=session_config) as session:
+        trainer.start(session, summary_writer, episode_logger)
+        logger.info("training from global step %d to %d", trainer.last_global_step, config.max_global_steps)
+        while (not supervisor.should_stop() and not stop_flag.stop
+               and trainer.last_global_step < config.max_global_steps):
+            trainer.process()
+        trainer.stop()
+        if chief:
+            saver.save(session, supervisor.save_path, global_step=trainer.global_step)
+            logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)
+    supervisor.stop()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    name = "ps" if args.job_name == "ps" else f"w-{args.task}"
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s",
+                        stream=sys.stderr)
+    try:
+        if args.job_name == "ps":
+            run_ps(args)
+            return 0
+        if args.unsup not in CURIOSITY_MODES:
+            raise UsageError(f"--unsup {args.unsup}: curiosity is not built yet (issue #3); use --unsup none")
+        os.makedirs(args.log_dir, exist_ok=True)
+        constants.check_same_run(args.log_dir, run_flags(args))
+        run_worker(args)
+        return 0
+    except (UsageError, constants.ConfigError, envs.EnvError) as error:
+        print(f"{name}: error: {error}", file=sys.stderr)
+        return 2
+    except ClusterError as error:
+        print(f"{name}: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
