@@ -129,19 +129,24 @@ EpisodeStats = collections.namedtuple("EpisodeStats",
 
 def env_runner(env, policy, session, rollout_len, on_episode_end):
     """Play `env` with the local `policy` forever, yielding a PartialRollout every `rollout_len` steps or
-    at the end of an episode. One session.run per step; one more per cut-off rollout for its bootstrap value."""
+    at the end of an episode.
+
+    One session.run per step: a rollout cut off mid-episode takes its bootstrap value V(s_T) from the act
+    call for s_T, whose action then opens the next rollout. Only a time-limit truncation costs one more call.
+    """
     observation, _ = env.reset()
     state = policy.initial_state()
+    pending = None  # (actions, values, next state) already computed for `observation`
     episode_reward = episode_env_reward = 0.0
     episode_length = 0
     episode_start = time.time()
     while True:
         rollout = PartialRollout(state)
         for _ in range(rollout_len):
-            actions, values, state = policy.act(session, [observation], state)
-            action = int(actions[0])
-            next_observation, reward, terminated, truncated, info = env.step(action)
-            rollout.add(observation, action, reward, float(values[0]))
+            actions, values, state = pending or policy.act(session, [observation], state)
+            pending = None
+            next_observation, reward, terminated, truncated, info = env.step(int(actions[0]))
+            rollout.add(observation, int(actions[0]), reward, float(values[0]))
             observation = next_observation
             episode_reward += reward
             episode_env_reward += info.get("env_reward", reward)
@@ -160,7 +165,8 @@ def env_runner(env, policy, session, rollout_len, on_episode_end):
                 episode_start = time.time()
                 break
         else:
-            rollout.bootstrap_value = float(policy.value_of(session, [observation], state)[0])
+            pending = policy.act(session, [observation], state)
+            rollout.bootstrap_value = float(pending[1][0])
         yield rollout
 
 
@@ -195,6 +201,8 @@ class RunnerThread(threading.Thread):
                 if not self._put(rollout):
                     return
         except Exception as error:  # handed to the trainer, which re-raises it
+            if self.stop_requested.is_set():
+                return  # the session closed under us during shutdown
             logger.exception("runner thread failed")
             self.error = error
 

@@ -126,7 +126,7 @@ def apply_overrides(config, overrides):
 # Named sets of overrides. `auto` picks one from the environment's observations; `--set` applies on top.
 PRESETS = {
     "paper": {},
-    "classic": {"learning_rate": "1e-3", "reward_scale": "0.1"},
+    "classic": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
 }
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 

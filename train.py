@@ -190,7 +190,8 @@ def check_log_dir(log_dir, flags):
             pass
         os.remove(probe)
     except OSError as error:
-        raise LaunchError(f"cannot write to log directory {log_dir} ({error.strerror}); choose another --log-dir")
+        raise LaunchError(f"cannot write to log directory {log_dir} ({error.strerror}); "
+                          f"choose another --log-dir") from None
     try:
         constants.check_same_run(log_dir, flags)
     except constants.ConfigError as error:
@@ -198,7 +199,9 @@ def check_log_dir(log_dir, flags):
 
 
 def port_in_use(port):
+    """True when something listens on (or holds) `port`; connections of a finished run in TIME_WAIT don't count."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import constants
 import envs
-from a3c import A3C, a3c_losses
+from a3c import A3C, RunnerError, a3c_losses
 from conftest import free_ports
 from model import LSTMPolicy, choose_head
 
@@ -137,3 +137,17 @@ def test_a3c_learns_the_corridor(graph):
     assert np.mean(lengths[:20]) > 20, "the untrained policy should wander like a random walk"
     assert np.mean(lengths[-50:]) <= 10, f"not solved after {trainer.updates} updates"
     assert trainer.updates < 1500 and time.time() - start < 120
+
+
+class FailingEnv(envs.gym.Wrapper):
+    def step(self, action):
+        raise RuntimeError("the game engine died")
+
+
+def test_trainer_reraises_runner_failure_with_a_clear_message(graph):
+    trainer = A3C(FailingEnv(envs.create_env("Corridor-v0")), 0, constants.Config(lstm_size=8))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        with pytest.raises(RunnerError, match="runner thread failed: RuntimeError: the game engine died"):
+            trainer.process()

@@ -1,0 +1,78 @@
+"""The runner: rollout boundaries, bootstrap values, LSTM state hand-over, and session.run calls per step."""
+import queue
+import time
+
+import numpy as np
+import pytest
+
+import envs
+from a3c import EpisodeStats, RunnerThread, env_runner
+
+
+class CountingPolicy:
+    """Walks right; the value is 10 x the observed position; the 'LSTM state' counts the steps acted on."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def initial_state(self):
+        return 0
+
+    def act(self, session, observations, state):
+        self.calls += 1
+        position = int(np.argmax(observations[0]))
+        return np.array([1]), np.array([10.0 * position]), state + 1
+
+    def value_of(self, session, observations, state):
+        self.calls += 1
+        return np.array([10.0 * int(np.argmax(observations[0]))])
+
+
+def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
+    env = envs.create_env("Corridor-v0")  # 8 cells: 7 steps right to the goal
+    policy = CountingPolicy()
+    finished = []
+    rollouts = env_runner(env, policy, None, rollout_len=3, on_episode_end=finished.append)
+    first, second, third = next(rollouts), next(rollouts), next(rollouts)
+    assert [len(first), len(second), len(third)] == [3, 3, 1]
+    assert first.features == 0 and second.features == 3 and third.features == 6  # state at each rollout start
+    assert not first.terminal and first.bootstrap_value == 30.0  # V(position 3), from the act call for it
+    assert second.bootstrap_value == 60.0 and not second.episode_end
+    assert third.terminal and third.episode_end and third.rewards == [1.0]
+    assert policy.calls == 7, "one session.run per environment step"
+    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False)]
+    fourth = next(rollouts)
+    assert fourth.features == 0, "the LSTM state restarts with the episode"
+
+
+def test_truncated_episode_bootstraps_from_its_last_state():
+    env = envs.create_env("Corridor-v0")
+    policy = CountingPolicy()
+    policy.act = lambda session, observations, state: (np.array([0]), np.array([0.0]), state + 1)  # walks left
+    finished = []
+    rollouts = env_runner(env, policy, None, rollout_len=1000, on_episode_end=finished.append)
+    rollout = next(rollouts)
+    assert len(rollout) == 64 and rollout.episode_end and not rollout.terminal  # Corridor-v0's time limit
+    assert rollout.bootstrap_value == 0.0 and finished[0].truncated
+
+
+def test_runner_thread_failure_is_kept_for_the_trainer():
+    class Broken(CountingPolicy):
+        def act(self, session, observations, state):
+            raise RuntimeError("engine died")
+
+    runner = RunnerThread(envs.create_env("Corridor-v0"), Broken(), 5, 2, lambda stats: None)
+    runner.start_runner(None)
+    runner.join(timeout=10)
+    assert isinstance(runner.error, RuntimeError) and "engine died" in str(runner.error)
+    with pytest.raises(queue.Empty):
+        runner.queue.get_nowait()
+
+
+def test_runner_thread_stops_when_asked():
+    runner = RunnerThread(envs.create_env("Corridor-v0"), CountingPolicy(), 5, 1, lambda stats: None)
+    runner.start_runner(None)
+    time.sleep(0.2)  # the queue is full and the runner waits to put
+    runner.stop()
+    runner.join(timeout=5)
+    assert not runner.is_alive() and runner.error is None
