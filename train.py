@@ -34,6 +34,7 @@ CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")
 CURIOSITY_BUILT = ("none",)  # the ICM and its baselines arrive with issue #3
 STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
 MODES = ("tmux", "nohup", "child")
+DEFAULT_SESSION = "a3c"
 
 Process = collections.namedtuple("Process", ["name", "argv"])
 Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "ps_port", "worker_ports",
@@ -96,8 +97,9 @@ def shell_line(process, plan):
 
 
 def kill_command(plan):
-    return [sys.executable, os.path.abspath(__file__), "--stop", "--log-dir", plan.log_dir,
-            "--expName", plan.session]
+    """`train.py --stop` for this run; it names the tmux session only when the run has one."""
+    argv = [sys.executable, os.path.abspath(__file__), "--stop", "--log-dir", plan.log_dir]
+    return argv + (["--expName", plan.session] if plan.mode == "tmux" else [])
 
 
 def script_texts(plan):
@@ -142,7 +144,8 @@ def parse_args(argv=None):
     add("--noReward", "--no-reward", dest="no_reward", action="store_true", help="extrinsic reward forced to 0")
     add("--noLifeReward", "--no-life-reward", dest="no_life_reward", action="store_true",
         help="negative extrinsic rewards clipped to 0")
-    add("--expName", "--exp-name", dest="exp_name", default="a3c", help="tmux session name")
+    add("--expName", "--exp-name", dest="exp_name", default=None,
+        help=f"tmux session name (default: {DEFAULT_SESSION}); with --stop, the session to end too")
     add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
         help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
     add("--pretrain", default=None, help="start from another run's weights (log dir)")
@@ -224,8 +227,9 @@ def check_tmux(session):
     import libtmux
 
     if libtmux.Server().has_session(session):
-        raise LaunchError(f"tmux session '{session}' already exists: attach with `tmux attach -t {session}`, "
-                          f"stop it with its kill.sh, or choose another --expName")
+        raise LaunchError(f"tmux session '{session}' already exists (a run, or the windows of a stopped one): "
+                          f"look with `tmux attach -t {session}`, end it with its kill.sh or "
+                          f"`tmux kill-session -t {session}`, or choose another --expName")
 
 
 def run_processes(log_dir):
@@ -338,15 +342,17 @@ def stop_run(log_dir, session, quiet=False):
     left = _signal_and_wait(workers, signal.SIGTERM, STOP_GRACE_SECS)
     left |= _signal_and_wait(others, signal.SIGTERM, 5.0)
     _signal_and_wait(sorted(left), signal.SIGKILL, 5.0)
+    killed_session = False
     if session and shutil.which("tmux"):
         import libtmux
 
         server = libtmux.Server()
         if server.has_session(session):
             server.kill_session(session)
+            killed_session = True
     if not quiet:
         print(f"stopped {len(running)} process(es) of the run in {log_dir}"
-              + (f" and tmux session '{session}'" if session else ""))
+              + (f" and tmux session '{session}'" if killed_session else ""))
 
 
 def announce(plan):
@@ -373,6 +379,7 @@ def main(argv=None):
     if args.stop:
         stop_run(args.log_dir, args.exp_name)
         return 0
+    args.exp_name = args.exp_name or DEFAULT_SESSION
     try:
         check_args(args)
         plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,

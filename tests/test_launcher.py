@@ -39,6 +39,7 @@ def test_create_commands_one_ps_n_workers(mode, tmp_path):
         assert sum(line.startswith("nohup ") for line in cmd_sh.splitlines()) == len(names)
         assert f"> {os.path.join(str(tmp_path), 'w-2.out')} 2>&1 &" in cmd_sh
     assert "--stop" in kill_sh and str(tmp_path) in kill_sh
+    assert ("--expName exp" in kill_sh) == (mode == "tmux"), "kill.sh ends a tmux session only its own run has"
 
 
 def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
