@@ -10,7 +10,7 @@ import constants
 import envs
 from a3c import A3C, RunnerError, a3c_losses
 from conftest import free_ports
-from model import LSTMPolicy, choose_head
+from model import LSTMCell, LSTMPolicy, LSTMState, choose_head
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
@@ -151,3 +151,18 @@ def test_trainer_reraises_runner_failure_with_a_clear_message(graph):
         trainer.start(session, None, lambda stats: None)
         with pytest.raises(RunnerError, match="runner thread failed: RuntimeError: the game engine died"):
             trainer.process()
+
+
+def test_lstm_cell_against_hand_computation(graph):
+    """Zero weights: every gate is sigmoid(0) = 1/2 except forget, sigmoid(0 + 1); the candidate is tanh(0) = 0."""
+    cell = LSTMCell(2)
+    inputs = tf.zeros([1, 3])
+    state = LSTMState(tf.constant([[1.0, -2.0]]), tf.constant([[0.5, 0.5]]))
+    with tf1.variable_scope("cell", initializer=tf1.zeros_initializer()):
+        h, new_state = cell(inputs, state)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        h, c = session.run([h, new_state.c])
+    forget = 1 / (1 + math.exp(-1.0))
+    np.testing.assert_allclose(c, [[forget, -2 * forget]], rtol=1e-6)
+    np.testing.assert_allclose(h, np.tanh(c) * 0.5, rtol=1e-6)
