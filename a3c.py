@@ -16,7 +16,8 @@ import numpy as np
 import scipy.signal
 import tensorflow as tf
 
-from model import LSTMPolicy
+from constants import CURIOSITY_BUILT
+from model import LSTMPolicy, StateActionPredictor
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -34,11 +35,15 @@ def discount(x, gamma):
     return scipy.signal.lfilter([1.0], [1.0, -gamma], x[::-1], axis=0)[::-1]
 
 
-Batch = collections.namedtuple("Batch", ["observations", "actions", "advantages", "returns", "features"])
+Batch = collections.namedtuple("Batch", ["observations", "actions", "advantages", "returns", "features",
+                                         "next_observations"])
 
 
 def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_scale=1.0):
     """Discounted returns and GAE advantages of a rollout, bootstrapped from V(last state) unless terminal.
+
+    The reward of a step is the (scaled) extrinsic reward plus the curiosity bonus; with `reward_clip` the
+    extrinsic reward and then the sum are clipped to [-reward_clip, reward_clip], as in the original.
 
     returns[t] = sum_k gamma^k r[t+k] + gamma^(T-t) V(s_T)                         (A3C, Mnih et al. 2016)
     advantages[t] = sum_k (gamma * lambda)^k delta[t+k], delta[t] = r[t] + gamma V(s[t+1]) - V(s[t])
@@ -47,6 +52,10 @@ def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_sca
     rewards = np.asarray(rollout.rewards, np.float64) * reward_scale
     if reward_clip is not None:
         rewards = np.clip(rewards, -reward_clip, reward_clip)
+    if rollout.bonuses:
+        rewards = rewards + np.asarray(rollout.bonuses, np.float64)
+        if reward_clip is not None:
+            rewards = np.clip(rewards, -reward_clip, reward_clip)
     bootstrap = 0.0 if rollout.terminal else float(rollout.bootstrap_value)
     values = np.append(np.asarray(rollout.values, np.float64), bootstrap)
     returns = discount(np.append(rewards, bootstrap), gamma)[:-1]
@@ -56,7 +65,8 @@ def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_sca
                  actions=np.asarray(rollout.actions, np.int32),
                  advantages=advantages.astype(np.float32),
                  returns=returns.astype(np.float32),
-                 features=rollout.features)
+                 features=rollout.features,
+                 next_observations=np.asarray(rollout.next_observations(), np.float32))
 
 
 class PartialRollout:
@@ -71,6 +81,8 @@ class PartialRollout:
         self.actions = []
         self.rewards = []
         self.values = []
+        self.bonuses = []  # curiosity bonus per step; empty without curiosity
+        self.last_observation = None  # s_T: the observation after the last step
         self.bootstrap_value = 0.0
         self.terminal = False
         self.episode_end = False
@@ -90,9 +102,15 @@ class PartialRollout:
         self.actions.extend(other.actions)
         self.rewards.extend(other.rewards)
         self.values.extend(other.values)
+        self.bonuses.extend(other.bonuses)
+        self.last_observation = other.last_observation
         self.bootstrap_value = other.bootstrap_value
         self.terminal = other.terminal
         self.episode_end = other.episode_end
+
+    def next_observations(self):
+        """s_1 .. s_T, the observation each step led to."""
+        return self.observations[1:] + [self.last_observation]
 
     def __len__(self):
         return len(self.rewards)
@@ -124,22 +142,34 @@ class AbortRetrySession:
 
 
 EpisodeStats = collections.namedtuple("EpisodeStats",
-                                      ["reward", "length", "seconds", "env_reward", "truncated"])
+                                      ["reward", "length", "seconds", "env_reward", "truncated", "bonus"])
 
 
-def env_runner(env, policy, session, rollout_len, on_episode_end):
+class EpisodeTally:
+    """Running sums of the episode being played."""
+
+    def __init__(self):
+        self.reward = self.env_reward = self.bonus = 0.0
+        self.length = 0
+        self.start = time.time()
+
+    def stats(self, truncated):
+        return EpisodeStats(self.reward, self.length, time.time() - self.start, self.env_reward, truncated,
+                            self.bonus)
+
+
+def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
     """Play `env` with the local `policy` forever, yielding a PartialRollout every `rollout_len` steps or
     at the end of an episode.
 
-    One session.run per step: a rollout cut off mid-episode takes its bootstrap value V(s_T) from the act
-    call for s_T, whose action then opens the next rollout. Only a time-limit truncation costs one more call.
+    One session.run per step. The act call for the observation after a rollout also yields the rollout's
+    bootstrap value V(s_T) and, with a curiosity `predictor`, the bonus of every step of the rollout, all in
+    that one call. Only a time-limit truncation costs one more call, for V of the truncated state.
     """
     observation, _ = env.reset()
     state = policy.initial_state()
     pending = None  # (actions, values, next state) already computed for `observation`
-    episode_reward = episode_env_reward = 0.0
-    episode_length = 0
-    episode_start = time.time()
+    episode = EpisodeTally()
     while True:
         rollout = PartialRollout(state)
         for _ in range(rollout_len):
@@ -148,25 +178,33 @@ def env_runner(env, policy, session, rollout_len, on_episode_end):
             next_observation, reward, terminated, truncated, info = env.step(int(actions[0]))
             rollout.add(observation, int(actions[0]), reward, float(values[0]))
             observation = next_observation
-            episode_reward += reward
-            episode_env_reward += info.get("env_reward", reward)
-            episode_length += 1
+            episode.reward += reward
+            episode.env_reward += info.get("env_reward", reward)
+            episode.length += 1
             if terminated or truncated:
                 rollout.episode_end = True
                 rollout.terminal = bool(terminated)
                 if not terminated:
                     rollout.bootstrap_value = float(policy.value_of(session, [observation], state)[0])
-                on_episode_end(EpisodeStats(episode_reward, episode_length, time.time() - episode_start,
-                                            episode_env_reward, not terminated))
-                observation, _ = env.reset()
-                state = policy.initial_state()
-                episode_reward = episode_env_reward = 0.0
-                episode_length = 0
-                episode_start = time.time()
                 break
-        else:
-            pending = policy.act(session, [observation], state)
-            rollout.bootstrap_value = float(pending[1][0])
+        rollout.last_observation = observation
+        if rollout.episode_end:
+            observation, _ = env.reset()
+            state = policy.initial_state()
+        fetches, feed = [], None
+        if predictor is not None:
+            fetches = [predictor.forward_loss_per_step]
+            feed = predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions)
+        actions, values, next_state, fetched = policy.act_and_fetch(session, [observation], state, fetches, feed)
+        pending = (actions, values, next_state)
+        if not rollout.episode_end:
+            rollout.bootstrap_value = float(values[0])
+        if predictor is not None:
+            rollout.bonuses = [prediction_beta * float(loss) for loss in fetched[0]]
+            episode.bonus += sum(rollout.bonuses)
+        if rollout.episode_end:
+            on_episode_end(episode.stats(truncated=not rollout.terminal))
+            episode = EpisodeTally()
         yield rollout
 
 
@@ -176,10 +214,12 @@ class RunnerThread(threading.Thread):
     A failure is kept in `error` for the trainer to re-raise; the thread never dies silently.
     """
 
-    def __init__(self, env, policy, rollout_len, queue_size, on_episode_end):
+    def __init__(self, env, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0):
         super().__init__(name="runner", daemon=True)
         self.env = env
         self.policy = policy
+        self.predictor = predictor
+        self.prediction_beta = prediction_beta
         self.rollout_len = rollout_len
         self.on_episode_end = on_episode_end
         self.queue = queue.Queue(queue_size)
@@ -196,7 +236,8 @@ class RunnerThread(threading.Thread):
 
     def run(self):
         try:
-            rollouts = env_runner(self.env, self.policy, self.session, self.rollout_len, self.on_episode_end)
+            rollouts = env_runner(self.env, self.policy, self.session, self.rollout_len, self.on_episode_end,
+                                  self.predictor, self.prediction_beta)
             for rollout in rollouts:
                 if not self._put(rollout):
                     return
@@ -245,7 +286,8 @@ def a3c_losses(logits, values, actions, advantages, returns):
 class EpisodeLogger:
     """Writes each finished episode to TensorBoard (`global/episode_*`) and to `episodes_<task>.csv`."""
 
-    COLUMNS = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated"]
+    COLUMNS = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated",
+               "bonus"]
 
     def __init__(self, log_dir, task, summary_writer, global_step_fn):
         self.path = os.path.join(log_dir, f"episodes_{task}.csv")
@@ -264,7 +306,8 @@ class EpisodeLogger:
         global_step = self.global_step_fn()
         self.episodes += 1
         self.writer.writerow([global_step, f"{time.time():.3f}", self.task, f"{stats.reward:.6g}", stats.length,
-                              f"{stats.seconds:.3f}", f"{stats.env_reward:.6g}", int(stats.truncated)])
+                              f"{stats.seconds:.3f}", f"{stats.env_reward:.6g}", int(stats.truncated),
+                              f"{stats.bonus:.6g}"])
         self.file.flush()
         if self.summary_writer is not None:
             summary = tf1.Summary()
@@ -272,9 +315,10 @@ class EpisodeLogger:
             summary.value.add(tag="global/episode_length", simple_value=stats.length)
             summary.value.add(tag="global/episode_time", simple_value=stats.seconds)
             summary.value.add(tag="global/episode_env_reward", simple_value=stats.env_reward)
+            summary.value.add(tag="global/episode_bonus", simple_value=stats.bonus)
             self.summary_writer.add_summary(summary, global_step)
-        logger.info("episode %d: reward %.3f, length %d, global step %d",
-                    self.episodes, stats.reward, stats.length, global_step)
+        logger.info("episode %d: reward %.3f, bonus %.4f, length %d, global step %d",
+                    self.episodes, stats.reward, stats.bonus, stats.length, global_step)
 
     def close(self):
         self.file.close()
@@ -283,25 +327,34 @@ class EpisodeLogger:
 class A3C:
     """Global policy on the parameter server, a local copy per worker, and the asynchronous update."""
 
-    def __init__(self, env, task, config, design_head=None, env_wrap=False, global_device=None,
+    def __init__(self, env, task, config, design_head=None, env_wrap=False, unsup="none", global_device=None,
                  local_device=None):
+        if unsup not in CURIOSITY_BUILT:
+            raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_BUILT)}")
         self.env = env
         self.task = task
         self.config = config
         self.env_wrap = env_wrap
+        self.unsup = unsup
         observation_shape = env.observation_space.shape
         num_actions = env.action_space.n
 
+        def networks():
+            policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
+            if unsup == "none":
+                return policy, None
+            with tf1.variable_scope("predictor"):
+                return policy, StateActionPredictor(observation_shape, num_actions, design_head)
+
         with tf1.device(global_device):
             with tf1.variable_scope("global"):
-                self.network = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
+                self.network, self.predictor = networks()
                 self.global_step = tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(),
                                                     trainable=False)
 
         with tf1.device(local_device):
             with tf1.variable_scope("local"):
-                self.local_network = pi = LSTMPolicy(observation_shape, num_actions, design_head,
-                                                     config.lstm_size)
+                self.local_network, self.local_predictor = pi, predictor = networks()
             self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
             self.advantages = tf1.placeholder(tf.float32, [None], name="advantages")  # [N]
             self.returns = tf1.placeholder(tf.float32, [None], name="returns")  # [N]
@@ -312,22 +365,44 @@ class A3C:
             # independent of the batch size, as in the original.
             loss_scale = float(config.rollout_maxlen)
             grads = tf.gradients(self.loss * loss_scale, pi.var_list)
+            if config.policy_no_backprop_steps > 0:  # the policy waits while the predictor warms up
+                policy_on = tf.cast(self.global_step > config.policy_no_backprop_steps, tf.float32)
+                grads = [policy_on * grad for grad in grads]
             grad_norm = tf.linalg.global_norm(grads)
             grads, _ = tf.clip_by_global_norm(grads, config.grad_norm_clip, use_norm=grad_norm)
-
-            self.sync = tf.group(*[local.assign(glob) for local, glob in zip(pi.var_list, self.network.var_list)])
-            batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
-            self.next_global_step = self.global_step.assign_add(batch_size)
-            optimizer = tf1.train.AdamOptimizer(config.learning_rate)
-            self.train_op = tf.group(optimizer.apply_gradients(zip(grads, self.network.var_list)),
-                                     self.next_global_step)
-            self.summary_op = tf1.summary.merge([
+            summaries = [
                 tf1.summary.scalar("model/policy_loss", self.losses.policy),
                 tf1.summary.scalar("model/value_loss", self.losses.value),
                 tf1.summary.scalar("model/entropy", self.losses.entropy),
                 tf1.summary.scalar("model/grad_global_norm", grad_norm),
                 tf1.summary.scalar("model/var_global_norm", tf.linalg.global_norm(pi.var_list)),
-            ])
+            ]
+            local_vars, global_vars = list(pi.var_list), list(self.network.var_list)
+            if predictor is not None:
+                self.predictor_loss = config.prediction_lr_scale * (
+                    (1.0 - config.forward_loss_wt) * predictor.inverse_loss
+                    + config.forward_loss_wt * predictor.forward_loss)
+                predictor_grads = tf.gradients(self.predictor_loss * loss_scale, predictor.var_list)
+                predictor_grad_norm = tf.linalg.global_norm(predictor_grads)
+                predictor_grads, _ = tf.clip_by_global_norm(predictor_grads, config.grad_norm_clip,
+                                                            use_norm=predictor_grad_norm)
+                grads += predictor_grads
+                local_vars += predictor.var_list
+                global_vars += self.predictor.var_list
+                summaries += [
+                    tf1.summary.scalar("model/predloss", self.predictor_loss),
+                    tf1.summary.scalar("model/inv_loss", predictor.inverse_loss),
+                    tf1.summary.scalar("model/forward_loss", predictor.forward_loss),
+                    tf1.summary.scalar("model/predgrad_global_norm", predictor_grad_norm),
+                    tf1.summary.scalar("model/predvar_global_norm", tf.linalg.global_norm(predictor.var_list)),
+                ]
+
+            self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
+            batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
+            self.next_global_step = self.global_step.assign_add(batch_size)
+            optimizer = tf1.train.AdamOptimizer(config.learning_rate)
+            self.train_op = tf.group(optimizer.apply_gradients(zip(grads, global_vars)), self.next_global_step)
+            self.summary_op = tf1.summary.merge(summaries)
 
         self.runner = None
         self.summary_writer = None
@@ -345,7 +420,8 @@ class A3C:
         self.last_global_step = int(self.session.run(self.global_step))
         self._fps_start = time.time()
         self.runner = RunnerThread(self.env, self.local_network, self.config.rollout_maxlen,
-                                   self.config.queue_size, on_episode_end)
+                                   self.config.queue_size, on_episode_end, self.local_predictor,
+                                   self.config.prediction_beta)
         self.runner.start_runner(self.session)
 
     def stop(self):
@@ -388,6 +464,8 @@ class A3C:
         pi = self.local_network
         feed = {pi.x: batch.observations[None], pi.state_in.c: batch.features.c, pi.state_in.h: batch.features.h,
                 self.actions: batch.actions, self.advantages: batch.advantages, self.returns: batch.returns}
+        if self.local_predictor is not None:
+            feed.update(self.local_predictor.feed(batch.observations, batch.next_observations, batch.actions))
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
         fetches = [self.train_op, self.next_global_step] + ([self.summary_op] if summarise else [])
         results = self.session.run(fetches, feed)

@@ -45,6 +45,17 @@ class Config:
     rewards are clipped to [-x, x] when --envWrap preprocessing is on""")
     learning_rate: float = _param(1e-4, """
     Adam learning rate""")
+    prediction_beta: float = _param(0.01, """
+    curiosity bonus = prediction_beta x the forward model's loss at that step (0.5 is the original's hint
+    for --unsup state)""")
+    prediction_lr_scale: float = _param(10.0, """
+    the curiosity predictor's loss is multiplied by this, so it learns faster than the policy (30-50 is the
+    original's hint for --unsup state)""")
+    forward_loss_wt: float = _param(0.2, """
+    predictor loss = prediction_lr_scale x ((1 - forward_loss_wt) x inverse loss + forward_loss_wt x
+    forward loss)""")
+    policy_no_backprop_steps: int = _param(0, """
+    the policy is not updated until the global step passes this (the predictor learns from the start)""")
     lstm_size: int = _param(256, """
     units of the policy LSTM""")
     max_global_steps: int = _param(100_000_000, """
@@ -70,6 +81,10 @@ class Config:
             ("reward_scale", self.reward_scale > 0.0, "must be > 0"),
             ("reward_clip", self.reward_clip > 0.0, "must be > 0"),
             ("learning_rate", self.learning_rate > 0.0, "must be > 0"),
+            ("prediction_beta", self.prediction_beta >= 0.0, "must be >= 0"),
+            ("prediction_lr_scale", self.prediction_lr_scale > 0.0, "must be > 0"),
+            ("forward_loss_wt", 0.0 <= self.forward_loss_wt <= 1.0, "must lie in [0, 1]"),
+            ("policy_no_backprop_steps", self.policy_no_backprop_steps >= 0, "must be >= 0"),
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
             ("checkpoint_secs", self.checkpoint_secs > 0.0, "must be > 0"),
@@ -127,6 +142,7 @@ def apply_overrides(config, overrides):
 PRESETS = {
     "paper": {},
     "classic": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
+    "mario": {"prediction_beta": "0.2", "entropy_beta": "0.0005"},  # the original's Mario settings
 }
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
@@ -145,6 +161,9 @@ def config_from_overrides(overrides, preset="paper"):
     preset_items = [f"{name}={value}" for name, value in PRESETS[preset].items()]
     return apply_overrides(Config(), preset_items + list(overrides or []))
 
+
+CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")  # --unsup: A3C alone, ICM, pixel baselines
+CURIOSITY_BUILT = ("none", "action")  # the pixel-prediction baselines are still to come (issue #3)
 
 # What a log directory's run is: a relaunch must agree on these, or the checkpoint cannot be restored.
 RUN_IDENTITY_KEYS = ("env_id", "design_head", "unsup", "env_wrap")

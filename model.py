@@ -111,6 +111,16 @@ def choose_head(observation_shape, design_head=None):
     return design_head
 
 
+def trainable_variables():
+    return list(tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES))
+
+
+def variables_since(before):
+    """The trainable variables created after `before` was taken: a network's own, whatever the scopes."""
+    known = {id(v) for v in before}
+    return [v for v in trainable_variables() if id(v) not in known]
+
+
 LSTMState = collections.namedtuple("LSTMState", ("c", "h"))
 
 
@@ -148,6 +158,7 @@ class LSTMPolicy:
     """Actor-critic: design head -> LSTM -> policy logits and value, on inputs `[B, T, *obs_shape]`."""
 
     def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256):
+        variables_before = trainable_variables()
         self.head = choose_head(observation_shape, design_head)
         self.num_actions = num_actions
         self.lstm_size = lstm_size
@@ -167,24 +178,87 @@ class LSTMPolicy:
         self.value = tf.reshape(linear(flat, 1, "value", normalized_columns_initializer(VALUE_INIT_STD)), [-1])
         self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
         self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
-        scope = tf1.get_variable_scope().name
-        self.var_list = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, scope + "/" if scope else None)
+        self.var_list = variables_since(variables_before)
+
+    def feed(self, observations, state):
+        """Feed for one step of B environments: observations [B, *obs] and their LSTM state."""
+        observations = np.asarray(observations, np.float32)[:, None]  # [B, 1, *obs]
+        return {self.x: observations, self.state_in.c: state.c, self.state_in.h: state.h}
 
     def initial_state(self, batch_size=1):
         zeros = np.zeros((batch_size, self.lstm_size), np.float32)
         return LSTMState(zeros, zeros.copy())
 
-    def _feed(self, observations, state):
-        observations = np.asarray(observations, np.float32)[:, None]  # [B, 1, *obs]
-        return {self.x: observations, self.state_in.c: state.c, self.state_in.h: state.h}
-
     def act(self, session, observations, state, greedy=False):
         """One step for B environments: (actions [B], values [B], next LSTM state), in one session.run."""
+        return self.act_and_fetch(session, observations, state, greedy=greedy)[:3]
+
+    def act_and_fetch(self, session, observations, state, fetches=(), feed=None, greedy=False):
+        """`act`, plus `fetches` (fed by `feed`) computed in the same session.run: (actions, values, state,
+        [fetched])."""
+        all_feed = self.feed(observations, state)
+        all_feed.update(feed or {})
         action_op = self.greedy if greedy else self.sample
-        actions, values, (c, h) = session.run([action_op, self.value, self.state_out],
-                                              self._feed(observations, state))
-        return actions, values, LSTMState(c, h)
+        actions, values, (c, h), *fetched = session.run([action_op, self.value, self.state_out, *fetches], all_feed)
+        return actions, values, LSTMState(c, h), fetched
 
     def value_of(self, session, observations, state):
         """V(s) for B environments given their LSTM state, e.g. to bootstrap a cut-off rollout."""
-        return session.run(self.value, self._feed(observations, state))
+        return session.run(self.value, self.feed(observations, state))
+
+
+# ---------------------------------------------------------------- curiosity
+
+PREDICTOR_HIDDEN = 256  # hidden units of the inverse and forward models, as in the original
+PREDICTOR_INIT_STD = 0.01
+
+
+def inverse_loss(logits, actions):
+    """Cross-entropy of the inverse model's action prediction, averaged over steps (ICM eq. 3)."""
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits))
+
+
+def forward_loss_per_step(predicted, target):
+    """0.5 * ||f(phi(s_t), a_t) - phi(s_t+1)||^2 for each step (ICM eq. 5).
+
+    The original takes the mean over features and multiplies it by 288, its feature count, so that the
+    hyper-parameters do not depend on the feature size; that is this sum.
+    """
+    return 0.5 * tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
+
+
+class StateActionPredictor:
+    """The Intrinsic Curiosity Module: an encoder phi, an inverse model g(phi(s), phi(s')) -> a, and a forward
+    model f(phi(s), a) -> phi(s'). Its forward error is the curiosity bonus; no gradient reaches the policy."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None):
+        variables_before = trainable_variables()
+        self.head = choose_head(observation_shape, design_head)
+        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, *obs]
+        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, *obs]
+        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        with tf1.variable_scope("encoder"):
+            phi1 = HEADS[self.head](self.s1)  # [N, F]
+        with tf1.variable_scope("encoder", reuse=True):
+            phi2 = HEADS[self.head](self.s2)  # [N, F]
+        self.feature_size = int(phi1.get_shape()[1])
+
+        inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
+                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
+                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
+        self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
+
+        # The action is an input, not something to learn through: no forward-loss gradient flows into it.
+        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
+        forward_hidden = tf.nn.relu(linear(tf.concat([phi1, tf.stop_gradient(self.action_input)], 1),
+                                           PREDICTOR_HIDDEN, "f1", normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
+                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
+        self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.var_list = variables_since(variables_before)
+
+    def feed(self, observations, next_observations, actions):
+        return {self.s1: np.asarray(observations, np.float32), self.s2: np.asarray(next_observations, np.float32),
+                self.actions: np.asarray(actions, np.int32)}

@@ -30,8 +30,6 @@ PORT_STRIDE = 100  # --expId k shifts every port by k * PORT_STRIDE (TensorBoard
 MAX_WORKERS = PORT_STRIDE - 1
 MAX_EXP_ID = 500  # keeps every port below 65536
 DEFAULT_NUM_WORKERS = os.cpu_count() or 1  # one worker per core: workers are CPU-bound, the PS is nearly idle
-CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")
-CURIOSITY_BUILT = ("none",)  # the ICM and its baselines arrive with issue #3
 STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
 MODES = ("tmux", "nohup", "child")
 DEFAULT_SESSION = "a3c"
@@ -139,7 +137,7 @@ def parse_args(argv=None):
     add("--designHead", "--design-head", dest="design_head", default=None,
         choices=("universe", "nips", "nature", "doom", "mlp"),
         help="network trunk (default: mlp for vector observations, universe for images)")
-    add("--unsup", default="none", choices=CURIOSITY_CHOICES, help="curiosity: none (A3C), action (ICM), "
+    add("--unsup", default="none", choices=constants.CURIOSITY_CHOICES, help="curiosity: none (A3C), action (ICM), "
         "state or stateAenc (pixel-prediction baselines)")
     add("--noReward", "--no-reward", dest="no_reward", action="store_true", help="extrinsic reward forced to 0")
     add("--noLifeReward", "--no-life-reward", dest="no_life_reward", action="store_true",
@@ -172,8 +170,9 @@ def check_args(args):
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
     if not 0 <= args.exp_id <= MAX_EXP_ID:
         raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
-    if args.unsup not in CURIOSITY_BUILT:
-        raise LaunchError(f"--unsup {args.unsup}: curiosity is not built yet (issue #3); use --unsup none")
+    if args.unsup not in constants.CURIOSITY_BUILT:
+        raise LaunchError(f"--unsup {args.unsup}: not built yet (issue #3); built: "
+                          f"{', '.join(constants.CURIOSITY_BUILT)}")
     if args.pretrain:
         raise LaunchError("--pretrain is not built yet (issue #3)")
     if args.visualise and not os.environ.get("DISPLAY"):

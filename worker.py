@@ -23,7 +23,6 @@ import envs  # noqa: E402
 
 logger = logging.getLogger("worker")
 
-CURIOSITY_MODES = ("none",)  # --unsup modes built so far; the ICM and its baselines are issue #3
 CHECKPOINT_SUBDIR = "train"
 FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is ended this much later
 OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
@@ -170,7 +169,7 @@ def run_worker(args):
     tf1.set_random_seed(config.seed + task)
     worker_device = f"/job:worker/task:{task}/cpu:0"
     try:
-        trainer = A3C(env, task, config, design_head=args.design_head, env_wrap=args.env_wrap,
+        trainer = A3C(env, task, config, design_head=args.design_head, env_wrap=args.env_wrap, unsup=args.unsup,
                       global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
                       local_device=worker_device)
     except ValueError as error:  # an impossible head/observation combination
@@ -235,8 +234,9 @@ def main(argv=None):
         if args.job_name == "ps":
             run_ps(args)
             return 0
-        if args.unsup not in CURIOSITY_MODES:
-            raise UsageError(f"--unsup {args.unsup}: curiosity is not built yet (issue #3); use --unsup none")
+        if args.unsup not in constants.CURIOSITY_BUILT:
+            raise UsageError(f"--unsup {args.unsup}: not built yet (issue #3); built: "
+                             f"{', '.join(constants.CURIOSITY_BUILT)}")
         os.makedirs(args.log_dir, exist_ok=True)
         constants.check_same_run(args.log_dir, run_flags(args))
         run_worker(args)

@@ -115,3 +115,14 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
     assert not train.run_processes(str(log_dir))
     assert tmux_windows(session) == []
     assert checkpoint_step(log_dir) is not None, "the chief saves a last checkpoint when stopped"
+
+
+def test_curiosity_without_reward_end_to_end(tmp_path):
+    log_dir = tmp_path / "run"
+    result = launch(log_dir, 1500, free_exp_id(2, 420), "--unsup", "action", "--noReward")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = episodes(log_dir, 0) + episodes(log_dir, 1)
+    assert rows and all(float(row["reward"]) == 0.0 for row in rows)
+    assert all(float(row["bonus"]) > 0.0 and float(row["env_reward"]) > 0.0 for row in rows)
+    assert {"model/predloss", "model/inv_loss", "model/forward_loss", "model/predgrad_global_norm",
+            "model/predvar_global_norm", "global/episode_bonus"} <= tags(log_dir, 0)

@@ -71,9 +71,15 @@ def test_bad_hyperparameter(tmp_path):
     assert_one_line_error(run_train("--set", "gamma=1.5", "--log-dir", str(tmp_path)), "gamma=1.5 must lie in")
 
 
-def test_curiosity_not_built_yet_says_so(tmp_path):
+def test_dry_run_with_curiosity_passes_it_to_every_worker(tmp_path):
     result = run_train("--num-workers", "8", "--unsup", "action", "--dry-run", "--log-dir", str(tmp_path))
-    assert_one_line_error(result, "curiosity is not built yet")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("--unsup action") == 1 + 8  # the PS takes the same flags
+
+
+def test_pixel_baselines_not_built_yet_say_so(tmp_path):
+    result = run_train("--unsup", "state", "--dry-run", "--log-dir", str(tmp_path))
+    assert_one_line_error(result, "--unsup state: not built yet")
 
 
 def test_busy_port(tmp_path):

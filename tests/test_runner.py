@@ -19,9 +19,15 @@ class CountingPolicy:
         return 0
 
     def act(self, session, observations, state):
+        return self.act_and_fetch(session, observations, state)[:3]
+
+    def act_and_fetch(self, session, observations, state, fetches=(), feed=None):
         self.calls += 1
         position = int(np.argmax(observations[0]))
-        return np.array([1]), np.array([10.0 * position]), state + 1
+        fetched = [np.full(len(feed["actions"]), 2.0)] if fetches else []  # every forward loss is 2
+        return np.array([self.action]), np.array([10.0 * position]), state + 1, fetched
+
+    action = 1
 
     def value_of(self, session, observations, state):
         self.calls += 1
@@ -39,21 +45,47 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert not first.terminal and first.bootstrap_value == 30.0  # V(position 3), from the act call for it
     assert second.bootstrap_value == 60.0 and not second.episode_end
     assert third.terminal and third.episode_end and third.rewards == [1.0]
-    assert policy.calls == 7, "one session.run per environment step"
-    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False)]
+    # one session.run per environment step, plus the act for the next episode's first step, made ahead
+    assert policy.calls == 7 + 1
+    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0)]
     fourth = next(rollouts)
     assert fourth.features == 0, "the LSTM state restarts with the episode"
+    assert policy.calls == 10 + 1
 
 
 def test_truncated_episode_bootstraps_from_its_last_state():
     env = envs.create_env("Corridor-v0")
     policy = CountingPolicy()
-    policy.act = lambda session, observations, state: (np.array([0]), np.array([0.0]), state + 1)  # walks left
+    policy.action = 0  # walks left, into the wall
     finished = []
     rollouts = env_runner(env, policy, None, rollout_len=1000, on_episode_end=finished.append)
     rollout = next(rollouts)
     assert len(rollout) == 64 and rollout.episode_end and not rollout.terminal  # Corridor-v0's time limit
-    assert rollout.bootstrap_value == 0.0 and finished[0].truncated
+    assert rollout.bootstrap_value == 0.0 and finished[0].truncated  # V(position 0) from value_of
+
+
+class StubPredictor:
+    forward_loss_per_step = "forward loss per step"
+
+    def feed(self, observations, next_observations, actions):
+        self.fed = (observations, next_observations, actions)
+        return {"actions": actions}
+
+
+def test_curiosity_bonus_comes_with_the_next_act_call():
+    env = envs.create_env("Corridor-v0")
+    policy, predictor = CountingPolicy(), StubPredictor()
+    finished = []
+    rollouts = env_runner(env, policy, None, 4, finished.append, predictor=predictor, prediction_beta=0.5)
+    first = next(rollouts)
+    observations, next_observations, actions = predictor.fed
+    assert [int(np.argmax(o)) for o in observations] == [0, 1, 2, 3]
+    assert [int(np.argmax(o)) for o in next_observations] == [1, 2, 3, 4]  # s_t+1 of each step
+    assert actions == [1, 1, 1, 1] and first.bonuses == [1.0] * 4  # 0.5 x forward loss 2
+    second = next(rollouts)
+    assert second.terminal and second.bonuses == [1.0] * 3
+    assert finished[0].bonus == 7.0 and finished[0].reward == 1.0
+    assert policy.calls == 7 + 1, "the bonus costs no session.run of its own"
 
 
 def test_runner_thread_failure_is_kept_for_the_trainer():

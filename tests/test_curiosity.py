@@ -1,0 +1,104 @@
+"""The Intrinsic Curiosity Module: loss values, the bonus, gradient routing, and learning."""
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import constants
+import envs
+from a3c import A3C, env_runner
+from model import StateActionPredictor, forward_loss_per_step, inverse_loss
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+
+
+@pytest.fixture
+def graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def test_inverse_loss_of_zero_logits_over_two_actions_is_ln2(graph):
+    loss = inverse_loss(tf.zeros([5, 2]), tf.constant([0, 1, 1, 0, 1]))
+    with tf1.Session() as session:
+        assert session.run(loss) == pytest.approx(math.log(2), rel=1e-6)
+
+
+def test_forward_loss_scales_with_the_feature_size(graph):
+    """0.5 x mean over 288 features x 288 (the original's scaling) = 0.5 x the sum of squares."""
+    predicted = tf.zeros([2, 288])
+    target = tf.concat([tf.ones([1, 288]), 2 * tf.ones([1, 288])], axis=0)
+    with tf1.Session() as session:
+        np.testing.assert_allclose(session.run(forward_loss_per_step(predicted, target)), [144.0, 576.0])
+
+
+def test_universe_encoder_gives_288_features(graph):
+    assert StateActionPredictor((42, 42, 1), 4).feature_size == 288
+
+
+def curious_trainer(**overrides):
+    config = constants.Config(lstm_size=16, **overrides)
+    return A3C(envs.create_env("Corridor-v0", seed=0), 0, config, unsup="action")
+
+
+def test_gradient_routing(graph):
+    trainer = curious_trainer()
+    pi, predictor = trainer.local_network, trainer.local_predictor
+    assert not set(pi.var_list) & set(predictor.var_list)
+    assert all(g is None for g in tf.gradients(trainer.predictor_loss, pi.var_list)), \
+        "curiosity must not train the policy"
+    assert all(g is None for g in tf.gradients(trainer.loss, predictor.var_list)), \
+        "the policy loss must not train the predictor"
+    assert tf.gradients(predictor.forward_loss, predictor.action_input) == [None], \
+        "the forward loss must not flow into the action input"
+    encoder = [v for v in predictor.var_list if "/encoder/" in v.name]
+    assert encoder and all(g is not None for g in tf.gradients(predictor.inverse_loss, encoder))
+
+
+def test_bonus_is_beta_times_the_forward_loss_of_each_step(graph):
+    trainer = curious_trainer(prediction_beta=0.25)
+    predictor = trainer.local_predictor
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        rollouts = env_runner(trainer.env, trainer.local_network, session, 5, lambda stats: None, predictor, 0.25)
+        rollout = next(rollouts)
+        losses = session.run(predictor.forward_loss_per_step,
+                             predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions))
+    assert len(rollout.bonuses) == len(rollout) == 5
+    np.testing.assert_allclose(rollout.bonuses, 0.25 * losses, rtol=1e-6)
+    assert all(bonus > 0 for bonus in rollout.bonuses)
+
+
+def test_forward_loss_falls_on_a_deterministic_environment(graph):
+    tf1.set_random_seed(3)
+    trainer = curious_trainer(learning_rate=1e-3)
+    predictor = trainer.local_predictor
+    history = []
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        for _ in range(300):
+            batch = trainer.process()
+            feed = predictor.feed(batch.observations, batch.next_observations, batch.actions)
+            history.append(session.run(trainer.predictor.forward_loss, {
+                trainer.predictor.s1: feed[predictor.s1], trainer.predictor.s2: feed[predictor.s2],
+                trainer.predictor.actions: feed[predictor.actions]}))
+        trainer.stop()
+    assert np.mean(history[-30:]) < 0.3 * np.mean(history[:5])
+
+
+def test_no_reward_trains_on_the_bonus_alone(graph):
+    trainer = A3C(envs.create_env("Corridor-v0", seed=0, no_reward=True), 0, constants.Config(lstm_size=16),
+                  unsup="action")
+    finished = []
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, finished.append)
+        while len(finished) < 10:
+            trainer.process()
+        trainer.stop()
+    assert all(stats.reward == 0.0 for stats in finished)
+    assert all(stats.bonus > 0.0 for stats in finished)
+    assert any(stats.env_reward == 1.0 for stats in finished), "the game's own reward is still reported"
