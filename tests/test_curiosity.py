@@ -39,6 +39,7 @@ def test_universe_encoder_gives_288_features(graph):
 
 
 def curious_trainer(**overrides):
+    np.random.seed(0)  # the output-layer initialiser draws from numpy
     config = constants.Config(lstm_size=16, **overrides)
     return A3C(envs.create_env("Corridor-v0", seed=0), 0, config, unsup="action")
 

@@ -11,6 +11,7 @@ def rollout(rewards, values, bootstrap=0.0, terminal=True):
     r = PartialRollout(features=None)
     for reward, value in zip(rewards, values):
         r.add(np.zeros(2, np.float32), 0, reward, value)
+    r.last_observation = np.ones(2, np.float32)
     r.bootstrap_value = bootstrap
     r.terminal = terminal
     r.episode_end = terminal
@@ -53,6 +54,20 @@ def test_reward_clip_applies_only_when_asked():
     clipped = process_rollout(rollout([5.0, -3.0], [0.0, 0.0]), 1.0, 1.0, reward_clip=1.0)
     np.testing.assert_allclose(unclipped.returns, [2.0, -3.0])
     np.testing.assert_allclose(clipped.returns, [0.0, -1.0])
+
+
+def test_bonus_is_added_to_the_reward_and_the_sum_clipped():
+    r = rollout([5.0, 0.0], [0.0, 0.0])
+    r.bonuses = [0.5, 0.25]
+    np.testing.assert_allclose(process_rollout(r, 1.0, 1.0).returns, [5.75, 0.25])
+    # clip(5) = 1, plus .5 = 1.5, clipped again to 1; 0 + .25 stays
+    np.testing.assert_allclose(process_rollout(r, 1.0, 1.0, reward_clip=1.0).returns, [1.25, 0.25])
+
+
+def test_next_observations_end_with_the_last_one():
+    batch = process_rollout(rollout([0.0, 0.0], [0.0, 0.0]), GAMMA)
+    assert batch.next_observations.shape == (2, 2)
+    np.testing.assert_array_equal(batch.next_observations[-1], np.ones(2))
 
 
 def test_extend_joins_rollouts_of_one_episode_only():
