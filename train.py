@@ -50,7 +50,7 @@ def ports_for(exp_id, num_workers):
 
 def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, env_wrap=False,
                     design_head=None, unsup="none", no_reward=False, no_life_reward=False, visualise=False,
-                    overrides=(), tensorboard=True, preset="auto", python=sys.executable):
+                    overrides=(), tensorboard=True, preset="auto", pretrain=None, python=sys.executable):
     """The processes of one run, as argv lists: ps, w-0..w-N-1, tb (optional) and, in tmux, htop."""
     log_dir = os.path.abspath(log_dir)
     ps_port, worker_ports, tb_port = ports_for(exp_id, num_workers)
@@ -73,6 +73,8 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
         flags.append("--visualise")
     if preset != "auto":
         flags += ["--preset", preset]
+    if pretrain:
+        flags += ["--pretrain", os.path.abspath(pretrain)]
     for item in overrides:
         flags += ["--set", item]
     processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
@@ -146,7 +148,8 @@ def parse_args(argv=None):
         help=f"tmux session name (default: {DEFAULT_SESSION}); with --stop, the session to end too")
     add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
         help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
-    add("--pretrain", default=None, help="start from another run's weights (log dir)")
+    add("--pretrain", default=None, help="start a new run from another run's trainable weights (its log dir or "
+        "a checkpoint); the global step restarts at 0")
     add("--default", action="store_true", help="the paper's settings: --envWrap --designHead universe "
         "--unsup action --noLifeReward")
     add("--preset", default="auto", choices=constants.PRESET_CHOICES,
@@ -173,8 +176,8 @@ def check_args(args):
     if args.unsup not in constants.CURIOSITY_BUILT:
         raise LaunchError(f"--unsup {args.unsup}: not built yet (issue #3); built: "
                           f"{', '.join(constants.CURIOSITY_BUILT)}")
-    if args.pretrain:
-        raise LaunchError("--pretrain is not built yet (issue #3)")
+    if args.pretrain and not (os.path.isdir(args.pretrain) or os.path.exists(args.pretrain + ".index")):
+        raise LaunchError(f"--pretrain {args.pretrain}: no such run directory or checkpoint")
     if args.visualise and not os.environ.get("DISPLAY"):
         raise LaunchError("--visualise needs a display (DISPLAY is not set); run without it on a headless machine")
     try:
@@ -383,7 +386,7 @@ def main(argv=None):
         check_args(args)
         plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,
                                args.env_wrap, args.design_head, args.unsup, args.no_reward, args.no_life_reward,
-                               args.visualise, args.overrides, args.tensorboard, args.preset)
+                               args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain)
         if args.dry_run:
             print(script_texts(plan)[0], end="")
             return 0

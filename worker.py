@@ -52,6 +52,7 @@ def parse_args(argv=None):
     parser.add_argument("--no-reward", action="store_true")
     parser.add_argument("--no-life-reward", action="store_true")
     parser.add_argument("--visualise", action="store_true")
+    parser.add_argument("--pretrain", default=None, help="log dir (or checkpoint) whose weights start a new run")
     parser.add_argument("--preset", default="auto", choices=constants.PRESET_CHOICES,
                         help="named hyper-parameter set; auto: classic for vector observations, else paper")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
@@ -123,6 +124,40 @@ def check_checkpoint(tf1, train_dir, variables):
     return latest
 
 
+def pretrain_checkpoint(tf1, source):
+    """The checkpoint that --pretrain names: a run's log dir, its train/ dir, or a checkpoint prefix."""
+    for directory in (os.path.join(source, CHECKPOINT_SUBDIR), source):
+        latest = tf1.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+        if latest:
+            return latest
+    if os.path.exists(source + ".index"):
+        return source
+    raise UsageError(f"--pretrain {source}: no checkpoint there; give a run's log directory or a checkpoint")
+
+
+def pretrain_init(tf1, source, variables):
+    """An init_fn that restores every trainable global variable the checkpoint of `source` has with the same
+    shape; the global step and optimizer state start afresh. Logs what was restored and what was not."""
+    path = pretrain_checkpoint(tf1, source)
+    try:
+        shapes = tf1.train.NewCheckpointReader(path).get_variable_to_shape_map()
+    except Exception as error:  # TF raises several types for a damaged file
+        raise UsageError(f"--pretrain {source}: checkpoint {path} is unreadable ({type(error).__name__})") from None
+    restored = [v for v in variables if list(shapes.get(v.op.name, [])) == v.shape.as_list()]
+    skipped = [v.op.name for v in variables if v not in restored]
+    if not restored:
+        raise UsageError(f"--pretrain {source}: checkpoint {path} has none of this model's variables")
+    saver = tf1.train.Saver(restored)
+    logger.info("pretrain: restoring %d of %d trainable variables from %s", len(restored), len(variables), path)
+    logger.info("pretrain: restored %s", ", ".join(v.op.name for v in restored))
+    logger.info("pretrain: not restored (fresh) %s", ", ".join(skipped) if skipped else "none")
+
+    def init_fn(session):
+        saver.restore(session, path)
+
+    return init_fn
+
+
 class StopFlag:
     """Set by SIGTERM/SIGINT/SIGHUP so that the chief can write a last checkpoint before exiting; a process still
     busy FORCE_EXIT_SECS later (stuck on a parameter server that is gone) is ended."""
@@ -176,9 +211,17 @@ def run_worker(args):
         raise UsageError(str(error)) from None
     variables_to_save = [v for v in tf1.global_variables() if not v.name.startswith("local")]
     train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    init_fn = None
     if chief:
         latest = check_checkpoint(tf1, train_dir, variables_to_save)
-        logger.info("resuming from %s" % latest if latest else "no checkpoint in %s: starting fresh" % train_dir)
+        if latest:
+            logger.info("resuming from %s%s", latest, " (--pretrain ignored: this run has its own checkpoint)"
+                        if args.pretrain else "")
+        elif args.pretrain:
+            trainable = [v for v in tf1.trainable_variables() if v.name.startswith("global/")]
+            init_fn = pretrain_init(tf1, args.pretrain, trainable)
+        else:
+            logger.info("no checkpoint in %s: starting fresh", train_dir)
 
     cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
     server = tf1.train.Server(cluster, job_name="worker", task_index=task,
@@ -187,7 +230,7 @@ def run_worker(args):
     saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT)
     supervisor = tf1.train.Supervisor(
         is_chief=chief, logdir=train_dir, saver=saver, summary_op=None,
-        init_op=tf1.variables_initializer(variables_to_save),
+        init_op=tf1.variables_initializer(variables_to_save), init_fn=init_fn,
         ready_op=tf1.report_uninitialized_variables(variables_to_save),
         global_step=trainer.global_step, summary_writer=summary_writer,
         save_model_secs=config.checkpoint_secs, save_summaries_secs=config.checkpoint_secs,

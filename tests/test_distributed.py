@@ -126,3 +126,25 @@ def test_curiosity_without_reward_end_to_end(tmp_path):
     assert all(float(row["bonus"]) > 0.0 and float(row["env_reward"]) > 0.0 for row in rows)
     assert {"model/predloss", "model/inv_loss", "model/forward_loss", "model/predgrad_global_norm",
             "model/predvar_global_norm", "global/episode_bonus"} <= tags(log_dir, 0)
+
+
+def test_pretrain_starts_a_new_run_from_old_weights(tmp_path):
+    source, target = tmp_path / "a3c", tmp_path / "icm"
+    exp_id = free_exp_id(2, 430)
+    first = launch(source, 1000, exp_id)
+    assert first.returncode == 0, first.stdout + first.stderr
+    # A near-zero learning rate keeps the one update this run makes from moving the weights.
+    second = launch(target, 1, exp_id, "--pretrain", str(source), "--unsup", "action",
+                    "--set", "learning_rate=1e-12")
+    assert second.returncode == 0, second.stdout + second.stderr
+    log = (target / "w-0.out").read_text()
+    assert "pretrain: restoring" in log and "training from global step 0" in log
+    assert "not restored (fresh) global/predictor/" in log, "the predictor the source lacks is reported"
+    old = tf1.train.NewCheckpointReader(tf1.train.latest_checkpoint(str(source / "train")))
+    new = tf1.train.NewCheckpointReader(tf1.train.latest_checkpoint(str(target / "train")))
+    policy = [name for name in old.get_variable_to_shape_map()
+              if name.startswith("global/") and "Adam" not in name and name != "global/global_step"]
+    assert policy
+    for name in policy:
+        assert abs(old.get_tensor(name) - new.get_tensor(name)).max() < 1e-6, name
+    assert new.get_tensor("global/global_step") < 1000

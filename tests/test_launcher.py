@@ -110,3 +110,8 @@ def test_log_dir_of_another_environment(tmp_path):
     (tmp_path / "config.json").write_text('{"run": {"env_id": "Acrobot-v1"}}')
     result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "39")
     assert_one_line_error(result, "holds a run with env_id='Acrobot-v1'")
+
+
+def test_pretrain_from_nowhere(tmp_path):
+    result = run_train("--pretrain", str(tmp_path / "missing"), "--log-dir", str(tmp_path / "run"), "--dry-run")
+    assert_one_line_error(result, "no such run directory or checkpoint")
