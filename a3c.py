@@ -16,8 +16,8 @@ import numpy as np
 import scipy.signal
 import tensorflow as tf
 
-from constants import CURIOSITY_BUILT
-from model import LSTMPolicy, StateActionPredictor
+from constants import CURIOSITY_CHOICES
+from model import LSTMPolicy, StateActionPredictor, StatePredictor
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None
             state = policy.initial_state()
         fetches, feed = [], None
         if predictor is not None:
-            fetches = [predictor.forward_loss_per_step]
+            fetches = [predictor.bonus_per_step]
             feed = predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions)
         actions, values, next_state, fetched = policy.act_and_fetch(session, [observation], state, fetches, feed)
         pending = (actions, values, next_state)
@@ -329,8 +329,8 @@ class A3C:
 
     def __init__(self, env, task, config, design_head=None, env_wrap=False, unsup="none", global_device=None,
                  local_device=None):
-        if unsup not in CURIOSITY_BUILT:
-            raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_BUILT)}")
+        if unsup not in CURIOSITY_CHOICES:
+            raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_CHOICES)}")
         self.env = env
         self.task = task
         self.config = config
@@ -344,7 +344,9 @@ class A3C:
             if unsup == "none":
                 return policy, None
             with tf1.variable_scope("predictor"):
-                return policy, StateActionPredictor(observation_shape, num_actions, design_head)
+                if unsup == "action":
+                    return policy, StateActionPredictor(observation_shape, num_actions, design_head)
+                return policy, StatePredictor(observation_shape, num_actions, design_head, unsup)
 
         with tf1.device(global_device):
             with tf1.variable_scope("global"):
@@ -379,9 +381,7 @@ class A3C:
             ]
             local_vars, global_vars = list(pi.var_list), list(self.network.var_list)
             if predictor is not None:
-                self.predictor_loss = config.prediction_lr_scale * (
-                    (1.0 - config.forward_loss_wt) * predictor.inverse_loss
-                    + config.forward_loss_wt * predictor.forward_loss)
+                self.predictor_loss = predictor.training_loss(config)
                 predictor_grads = tf.gradients(self.predictor_loss * loss_scale, predictor.var_list)
                 predictor_grad_norm = tf.linalg.global_norm(predictor_grads)
                 predictor_grads, _ = tf.clip_by_global_norm(predictor_grads, config.grad_norm_clip,
@@ -391,11 +391,9 @@ class A3C:
                 global_vars += self.predictor.var_list
                 summaries += [
                     tf1.summary.scalar("model/predloss", self.predictor_loss),
-                    tf1.summary.scalar("model/inv_loss", predictor.inverse_loss),
-                    tf1.summary.scalar("model/forward_loss", predictor.forward_loss),
                     tf1.summary.scalar("model/predgrad_global_norm", predictor_grad_norm),
                     tf1.summary.scalar("model/predvar_global_norm", tf.linalg.global_norm(predictor.var_list)),
-                ]
+                ] + [tf1.summary.scalar(tag, tensor) for tag, tensor in predictor.summaries().items()]
 
             self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
             batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)

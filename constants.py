@@ -163,7 +163,7 @@ def config_from_overrides(overrides, preset="paper"):
 
 
 CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")  # --unsup: A3C alone, ICM, pixel baselines
-CURIOSITY_BUILT = ("none", "action")  # the pixel-prediction baselines are still to come (issue #3)
+PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 
 # What a log directory's run is: a relaunch must agree on these, or the checkpoint cannot be restored.
 RUN_IDENTITY_KEYS = ("env_id", "design_head", "unsup", "env_wrap")

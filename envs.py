@@ -18,7 +18,7 @@ class EnvError(ValueError):
 
 
 SUPPORTED = ("any gymnasium id with a discrete action space and vector or image observations "
-             "(e.g. CartPole-v1, Acrobot-v1, MountainCar-v0), and this project's Corridor-v0")
+             "(e.g. CartPole-v1, Acrobot-v1, MountainCar-v0), and this project's Corridor-v0 and CorridorPixels-v0")
 
 
 class Corridor(gym.Env):
@@ -31,16 +31,25 @@ class Corridor(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, length=8, render_mode=None):
+    def __init__(self, length=8, pixels=False, render_mode=None):
         if length < 2:
             raise EnvError(f"Corridor length must be >= 2, got {length}")
         self.length = length
+        self.pixels = pixels
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(0.0, 1.0, (length,), np.float32)
+        if pixels:  # CorridorPixels-v0: the agent is a bright vertical bar on a dark 42x42 frame
+            self.observation_space = spaces.Box(0, 255, (IMAGE_SIZE, IMAGE_SIZE, 1), np.uint8)
+        else:
+            self.observation_space = spaces.Box(0.0, 1.0, (length,), np.float32)
         self.action_space = spaces.Discrete(2)
         self.position = 0
 
     def _observation(self):
+        if self.pixels:
+            frame = np.zeros((IMAGE_SIZE, IMAGE_SIZE, 1), np.uint8)
+            width = IMAGE_SIZE // self.length
+            frame[:, self.position * width:(self.position + 1) * width] = 255
+            return frame
         observation = np.zeros(self.length, np.float32)
         observation[self.position] = 1.0
         return observation
@@ -59,6 +68,8 @@ class Corridor(gym.Env):
 
 CORRIDOR_MAX_STEPS_PER_CELL = 8  # truncation: a random walk often, but not always, reaches the end in time
 gym.register("Corridor-v0", entry_point=Corridor, kwargs={"length": 8},
+             max_episode_steps=8 * CORRIDOR_MAX_STEPS_PER_CELL)
+gym.register("CorridorPixels-v0", entry_point=Corridor, kwargs={"length": 8, "pixels": True},
              max_episode_steps=8 * CORRIDOR_MAX_STEPS_PER_CELL)
 
 

@@ -48,6 +48,19 @@ def conv2d(x, num_filters, name, filter_size=(3, 3), stride=(1, 1), pad="SAME"):
         return tf.nn.conv2d(x, w, stride_shape, pad) + b
 
 
+def deconv2d(x, output_shape, name, filter_size=(4, 4), stride=(2, 2)):
+    """Transposed convolution to `output_shape` [N, H, W, C], initialised like `conv2d`."""
+    with tf1.variable_scope(name):
+        num_filters = output_shape[-1]
+        filter_shape = [filter_size[0], filter_size[1], num_filters, int(x.get_shape()[3])]
+        fan_in = np.prod(filter_shape[:2]) * filter_shape[3]
+        fan_out = np.prod(filter_shape[:3])
+        w_bound = np.sqrt(6.0 / (fan_in + fan_out))
+        w = tf1.get_variable("W", filter_shape, tf.float32, tf1.random_uniform_initializer(-w_bound, w_bound))
+        b = tf1.get_variable("b", [1, 1, 1, num_filters], initializer=tf1.zeros_initializer())
+        return tf.nn.conv2d_transpose(x, w, tf.stack(output_shape), [1, stride[0], stride[1], 1], "SAME") + b
+
+
 def linear(x, size, name, initializer=None):
     with tf1.variable_scope(name):
         w = tf1.get_variable("w", [int(x.get_shape()[1]), size], initializer=initializer)
@@ -60,6 +73,20 @@ def universe_head(x):
     for i in range(UNIVERSE_CONVS):
         x = tf.nn.elu(conv2d(x, 32, f"l{i + 1}", (3, 3), (2, 2)))
     return flatten(x)
+
+
+def inverse_universe_head(x, image_shape):
+    """288 features -> an image of `image_shape` (H, W, C): the universe trunk mirrored by transposed
+    convolutions (4x4, stride 2), ELU between them, as noreward-rl's inverseUniverseHead."""
+    batch = tf.shape(x)[0]
+    heights, widths = [image_shape[0]], [image_shape[1]]
+    for _ in range(UNIVERSE_CONVS):  # the sizes the universe trunk passes through: 42, 21, 11, 6, 3
+        heights.append((heights[-1] - 1) // 2 + 1)
+        widths.append((widths[-1] - 1) // 2 + 1)
+    x = tf.reshape(x, [-1, heights[-1], widths[-1], 32])
+    for i in range(1, UNIVERSE_CONVS):
+        x = tf.nn.elu(deconv2d(x, [batch, heights[-1 - i], widths[-1 - i], 32], f"dl{i}"))
+    return deconv2d(x, [batch, *image_shape], f"dl{UNIVERSE_CONVS}")
 
 
 def nips_head(x):
@@ -257,8 +284,60 @@ class StateActionPredictor:
                                      normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
         self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
         self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
         self.var_list = variables_since(variables_before)
+
+    def training_loss(self, config):
+        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward)."""
+        return config.prediction_lr_scale * ((1.0 - config.forward_loss_wt) * self.inverse_loss
+                                             + config.forward_loss_wt * self.forward_loss)
+
+    def summaries(self):
+        return {"model/inv_loss": self.inverse_loss, "model/forward_loss": self.forward_loss}
 
     def feed(self, observations, next_observations, actions):
         return {self.s1: np.asarray(observations, np.float32), self.s2: np.asarray(next_observations, np.float32),
                 self.actions: np.asarray(actions, np.int32)}
+
+
+def pixel_loss_per_step(predicted, target):
+    """0.5 x the mean squared error over the pixels of each step: normalised over the image, not the batch."""
+    return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
+
+
+class StatePredictor(StateActionPredictor):
+    """The paper's pixel-prediction baselines. `state`: predict the next frame from phi(s_t) and the action;
+    the bonus is the pixel error. `stateAenc`: the same model, but the bonus is the distance between the
+    features of s_t and s_t+1 under the encoder that this prediction trains. No inverse model."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup="state"):
+        if len(observation_shape) != 3 or design_head not in (None, "universe"):
+            raise ValueError(f"--unsup {unsup} predicts images with the universe head: it needs image "
+                             f"observations (got shape {tuple(observation_shape)}) and --designHead universe")
+        variables_before = trainable_variables()
+        self.head = "universe"
+        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, H, W, C]
+        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, H, W, C]
+        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        with tf1.variable_scope("encoder"):
+            phi1 = universe_head(self.s1)  # [N, F]
+        self.feature_size = int(phi1.get_shape()[1])
+        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
+        hidden = tf.nn.relu(linear(tf.concat([phi1, tf.stop_gradient(self.action_input)], 1), self.feature_size,
+                                   "f1", normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.predicted_s2 = inverse_universe_head(hidden, list(observation_shape))  # [N, H, W, C]
+        self.forward_loss_per_step = pixel_loss_per_step(self.predicted_s2, self.s2)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.bonus_per_step = self.forward_loss_per_step
+        if unsup == "stateAenc":
+            with tf1.variable_scope("encoder", reuse=True):
+                phi2 = universe_head(self.s2)
+            self.bonus_per_step = 0.5 * tf.reduce_mean(tf.square(phi1 - phi2), axis=1)  # [N]
+        self.var_list = variables_since(variables_before)
+
+    def training_loss(self, config):
+        """prediction_lr_scale x the pixel prediction loss (the original's loss for these baselines)."""
+        return config.prediction_lr_scale * self.forward_loss
+
+    def summaries(self):
+        return {"model/forward_loss": self.forward_loss}

@@ -173,9 +173,9 @@ def check_args(args):
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
     if not 0 <= args.exp_id <= MAX_EXP_ID:
         raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
-    if args.unsup not in constants.CURIOSITY_BUILT:
-        raise LaunchError(f"--unsup {args.unsup}: not built yet (issue #3); built: "
-                          f"{', '.join(constants.CURIOSITY_BUILT)}")
+    if args.unsup in constants.PIXEL_CURIOSITY and args.design_head not in (None, "universe"):
+        raise LaunchError(f"--unsup {args.unsup} predicts images with the universe head; it cannot be combined "
+                          f"with --designHead {args.design_head}")
     if args.pretrain and not (os.path.isdir(args.pretrain) or os.path.exists(args.pretrain + ".index")):
         raise LaunchError(f"--pretrain {args.pretrain}: no such run directory or checkpoint")
     if args.visualise and not os.environ.get("DISPLAY"):

@@ -48,7 +48,7 @@ def parse_args(argv=None):
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing and reward clipping")
     parser.add_argument("--design-head", default=None, help="universe, nips, nature, doom or mlp")
-    parser.add_argument("--unsup", default="none", help="curiosity mode")
+    parser.add_argument("--unsup", default="none", choices=constants.CURIOSITY_CHOICES, help="curiosity mode")
     parser.add_argument("--no-reward", action="store_true")
     parser.add_argument("--no-life-reward", action="store_true")
     parser.add_argument("--visualise", action="store_true")
@@ -277,9 +277,6 @@ def main(argv=None):
         if args.job_name == "ps":
             run_ps(args)
             return 0
-        if args.unsup not in constants.CURIOSITY_BUILT:
-            raise UsageError(f"--unsup {args.unsup}: not built yet (issue #3); built: "
-                             f"{', '.join(constants.CURIOSITY_BUILT)}")
         os.makedirs(args.log_dir, exist_ok=True)
         constants.check_same_run(args.log_dir, run_flags(args))
         run_worker(args)

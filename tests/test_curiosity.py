@@ -8,7 +8,7 @@ import tensorflow as tf
 import constants
 import envs
 from a3c import A3C, env_runner
-from model import StateActionPredictor, forward_loss_per_step, inverse_loss
+from model import StateActionPredictor, StatePredictor, forward_loss_per_step, inverse_loss, pixel_loss_per_step
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
@@ -103,3 +103,63 @@ def test_no_reward_trains_on_the_bonus_alone(graph):
     assert all(stats.reward == 0.0 for stats in finished)
     assert all(stats.bonus > 0.0 for stats in finished)
     assert any(stats.env_reward == 1.0 for stats in finished), "the game's own reward is still reported"
+
+
+def test_pixel_loss_is_normalised_over_the_image_not_the_batch(graph):
+    predicted = tf.zeros([2, 42, 42, 1])
+    target = tf.concat([tf.ones([1, 42, 42, 1]), tf.zeros([1, 42, 42, 1])], axis=0)
+    with tf1.Session() as session:
+        np.testing.assert_allclose(session.run(pixel_loss_per_step(predicted, target)), [0.5, 0.0])
+
+
+@pytest.mark.parametrize("channels", [1, 4])
+def test_state_predictor_predicts_whole_frames(graph, channels):
+    predictor = StatePredictor((42, 42, channels), 3)
+    frames = np.random.rand(5, 42, 42, channels).astype(np.float32)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        predicted = session.run(predictor.predicted_s2, predictor.feed(frames, frames, [0, 1, 2, 0, 1]))
+    assert predicted.shape == (5, 42, 42, channels)
+
+
+def test_pixel_baselines_refuse_vectors_and_other_heads(graph):
+    with pytest.raises(ValueError, match="needs image observations"):
+        StatePredictor((4,), 2)
+    with pytest.raises(ValueError, match="--designHead universe"):
+        StatePredictor((42, 42, 1), 2, design_head="nips", unsup="stateAenc")
+
+
+def test_state_aenc_bonus_is_the_feature_distance_of_consecutive_frames(graph):
+    np.random.seed(0)
+    predictor = StatePredictor((42, 42, 1), 2, unsup="stateAenc")
+    encoder = tf1.get_default_graph().get_tensor_by_name("encoder/Reshape:0")  # phi(s1), [N, 288]
+    frames = np.random.rand(3, 42, 42, 1).astype(np.float32)
+    following = np.random.rand(3, 42, 42, 1).astype(np.float32)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        bonus = session.run(predictor.bonus_per_step, predictor.feed(frames, following, [0, 1, 0]))
+        phi1 = session.run(encoder, {predictor.s1: frames})
+        phi2 = session.run(encoder, {predictor.s1: following})
+    np.testing.assert_allclose(bonus, 0.5 * np.mean((phi1 - phi2) ** 2, axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("unsup", ["state", "stateAenc"])
+def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
+    np.random.seed(0)
+    tf1.set_random_seed(0)
+    trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0,
+                  constants.Config(lstm_size=16, learning_rate=1e-3), unsup=unsup)
+    assert all(g is None for g in tf.gradients(trainer.predictor_loss, trainer.local_network.var_list))
+    losses = []
+    bonuses = []
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: bonuses.append(stats.bonus))
+        predictor = trainer.local_predictor
+        for _ in range(250):
+            batch = trainer.process()
+            losses.append(session.run(predictor.forward_loss, predictor.feed(
+                batch.observations, batch.next_observations, batch.actions)))
+        trainer.stop()
+    assert bonuses and all(bonus > 0 for bonus in bonuses)
+    assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])  # measured: 0.059 -> 0.002 for `state`

@@ -77,9 +77,9 @@ def test_dry_run_with_curiosity_passes_it_to_every_worker(tmp_path):
     assert result.stdout.count("--unsup action") == 1 + 8  # the PS takes the same flags
 
 
-def test_pixel_baselines_not_built_yet_say_so(tmp_path):
-    result = run_train("--unsup", "state", "--dry-run", "--log-dir", str(tmp_path))
-    assert_one_line_error(result, "--unsup state: not built yet")
+def test_pixel_baselines_need_the_universe_head(tmp_path):
+    result = run_train("--unsup", "state", "--designHead", "nips", "--dry-run", "--log-dir", str(tmp_path))
+    assert_one_line_error(result, "--unsup state predicts images with the universe head")
 
 
 def test_busy_port(tmp_path):

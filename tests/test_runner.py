@@ -65,7 +65,7 @@ def test_truncated_episode_bootstraps_from_its_last_state():
 
 
 class StubPredictor:
-    forward_loss_per_step = "forward loss per step"
+    bonus_per_step = "forward loss per step"
 
     def feed(self, observations, next_observations, actions):
         self.fed = (observations, next_observations, actions)
