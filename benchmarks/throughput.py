@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """Throughput benchmark: environment steps per second per worker, and in aggregate, for 1..N workers.
 
-Three measurements per worker count:
-  env      the environment alone, random actions (the ceiling);
-  acting   each worker process plays with the LSTM policy (one session.run per step), no training;
-  training the real run: `train.py --mode child` (parameter server + workers + updates), measured from the
-           global step in the episode CSVs after a warm-up.
+Measurements per worker count:
+  env              the environment alone, random actions (the ceiling);
+  acting           each worker process plays with the LSTM policy (one session.run per step), no training;
+  acting+icm       the same with the ICM bonus, computed as the runner does: inside the next act call;
+  acting+icm/step  the same with the bonus computed the original's way: a second session.run per step;
+  training         the real run: `train.py --mode child` (parameter server + workers + updates), measured
+                   from the global step in the episode CSVs after a warm-up.
 
     python benchmarks/throughput.py --workers 1 2 --seconds 30
 """
@@ -42,35 +44,69 @@ def env_only(env_id, seconds, seed):
     return steps / (time.time() - start)
 
 
-def acting_only(env_id, seconds, seed):
+def acting(env_id, seconds, seed, bonus="none"):
+    """Steps/s of one process playing with the LSTM policy, no training. bonus="rollout": with the ICM, its
+    bonus computed as env_runner does (inside the next act call); bonus="per-step": with the ICM, its bonus
+    computed by a second session.run after every step, as the original did."""
     import tensorflow as tf
 
-    from model import LSTMPolicy
+    from a3c import env_runner
+    from model import LSTMPolicy, StateActionPredictor
 
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
+    tf.get_logger().setLevel("ERROR")
     env = envs.create_env(env_id, seed=seed)
-    policy = LSTMPolicy(env.observation_space.shape, env.action_space.n)
+    shape, num_actions = env.observation_space.shape, env.action_space.n
+    policy = LSTMPolicy(shape, num_actions)
+    with tf1.variable_scope("predictor"):
+        predictor = StateActionPredictor(shape, num_actions) if bonus != "none" else None
     config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
     with tf1.Session(config=config) as session:
         session.run(tf1.global_variables_initializer())
-        observation, _ = env.reset(seed=seed)
-        state = policy.initial_state()
-        steps, start = 0, None
-        began = time.time()
-        while True:
-            now = time.time()
-            if start is None and now - began >= 2.0:  # graph warm-up
-                start, steps = now, 0
-            if start is not None and now - start >= seconds:
-                break
-            actions, _, state = policy.act(session, [observation], state)
-            observation, _, terminated, truncated, _ = env.step(int(actions[0]))
-            steps += 1
-            if terminated or truncated:
-                observation, _ = env.reset()
-                state = policy.initial_state()
+        if bonus == "per-step":
+            steps = per_step_bonus_loop(session, env, policy, predictor)
+        else:
+            steps = (len(rollout) for rollout in env_runner(env, policy, session, 20, lambda stats: None,
+                                                              predictor, 0.01))
+        return timed_rate(steps, seconds)
+
+
+def per_step_bonus_loop(session, env, policy, predictor):
+    """The original's runner: act, step, then one more session.run for the bonus of that step."""
+    observation, _ = env.reset()
+    state = policy.initial_state()
+    while True:
+        actions, _, state = policy.act(session, [observation], state)
+        next_observation, _, terminated, truncated, _ = env.step(int(actions[0]))
+        session.run(predictor.bonus_per_step, predictor.feed([observation], [next_observation], actions))
+        observation = next_observation
+        if terminated or truncated:
+            observation, _ = env.reset()
+            state = policy.initial_state()
+        yield 1
+
+
+def timed_rate(step_counts, seconds, warmup=2.0):
+    """Steps per second over `seconds`, after `warmup` seconds, of an iterator of step counts."""
+    began = time.time()
+    start, steps = None, 0
+    for count in step_counts:
+        now = time.time()
+        if start is None and now - began >= warmup:
+            start, steps = now, 0
+        if start is not None and now - start >= seconds:
+            break
+        steps += count
     return steps / (time.time() - start)
+
+
+def acting_icm_rollout(env_id, seconds, seed):
+    return acting(env_id, seconds, seed, bonus="rollout")
+
+
+def acting_icm_per_step(env_id, seconds, seed):
+    return acting(env_id, seconds, seed, bonus="per-step")
 
 
 def in_processes(function, env_id, seconds, workers):
@@ -103,30 +139,33 @@ def training(env_id, seconds, workers, out, exp_id):
     return [rate / workers] * workers  # the global step counts every worker's steps together
 
 
+MEASUREMENTS = {"env": env_only, "acting": acting, "acting+icm": acting_icm_rollout,
+                "acting+icm/step": acting_icm_per_step, "training": None}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--measurements", nargs="+", choices=tuple(MEASUREMENTS), default=tuple(MEASUREMENTS))
     parser.add_argument("--exp-id", type=int, default=350)
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
     print(f"{args.env_id} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
-    print(f"{'workers':>7} {'measurement':>11} {'steps/s per worker':>19} {'aggregate steps/s':>18}", flush=True)
+    print(f"{'workers':>7} {'measurement':>15} {'steps/s per worker':>19} {'aggregate steps/s':>18}", flush=True)
     for workers in args.workers:
-        for name in ("env", "acting", "training"):
-            if name == "env":
-                per_worker = in_processes(env_only, args.env_id, args.seconds, workers)
-            elif name == "acting":
-                per_worker = in_processes(acting_only, args.env_id, args.seconds, workers)
-            else:
+        for name in args.measurements:
+            if name == "training":
                 per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id)
+            else:
+                per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers)
             mean = sum(per_worker) / workers
             results.append({"workers": workers, "measurement": name, "steps_per_sec_per_worker": round(mean, 1),
                             "aggregate_steps_per_sec": round(sum(per_worker), 1)})
-            print(f"{workers:>7} {name:>11} {mean:>19.0f} {sum(per_worker):>18.0f}", flush=True)
+            print(f"{workers:>7} {name:>15} {mean:>19.0f} {sum(per_worker):>18.0f}", flush=True)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "cpus": os.cpu_count(), "seconds": args.seconds, "results": results},
                   handle, indent=2)

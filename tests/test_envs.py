@@ -1,0 +1,62 @@
+"""Environments: construction, reward flags, preprocessing shapes, unknown ids."""
+import numpy as np
+import pytest
+
+import envs
+
+
+class Scripted(envs.gym.Env):
+    """Pays the rewards it is given, one per step."""
+
+    observation_space = envs.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = envs.spaces.Discrete(2)
+
+    def __init__(self, rewards):
+        self.rewards = list(rewards)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(3, np.float32), self.rewards.pop(0), False, False, {}
+
+
+@pytest.mark.parametrize("no_reward,no_life_reward,expected", [
+    (False, False, [2.0, -1.0, 0.5]),
+    (True, False, [0.0, 0.0, 0.0]),
+    (False, True, [2.0, 0.0, 0.5]),
+])
+def test_reward_flags_keep_the_game_reward_in_info(no_reward, no_life_reward, expected):
+    env = envs.ExtrinsicReward(Scripted([2.0, -1.0, 0.5]), no_reward=no_reward, no_life_reward=no_life_reward)
+    env.reset()
+    seen, game = [], []
+    for _ in expected:
+        _, reward, _, _, info = env.step(0)
+        seen.append(reward)
+        game.append(info["env_reward"])
+    assert seen == expected and game == [2.0, -1.0, 0.5]
+
+
+def test_vector_environment():
+    env = envs.create_env("CartPole-v1", seed=0)
+    observation, _ = env.reset(seed=0)
+    assert observation.dtype == np.float32 and observation.shape == (4,) and env.action_space.n == 2
+
+
+@pytest.mark.parametrize("env_wrap,channels", [(False, 1), (True, 4)])
+def test_image_environment_becomes_42x42_in_unit_range(env_wrap, channels):
+    env = envs.create_env("CorridorPixels-v0", env_wrap=env_wrap)
+    observation, _ = env.reset(seed=0)
+    assert observation.shape == (42, 42, channels) and observation.dtype == np.float32
+    assert observation.min() == 0.0 and observation.max() == 1.0
+    assert envs.observation_kind(env.observation_space) == "image"
+
+
+def test_unknown_id_lists_what_is_supported():
+    with pytest.raises(envs.EnvError, match="unknown environment id 'Nope-v0'; supported: any gymnasium id"):
+        envs.create_env("Nope-v0")
+
+
+def test_continuous_actions_are_refused():
+    with pytest.raises(envs.EnvError, match="needs a discrete one"):
+        envs.create_env("Pendulum-v1")
