@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""Does curiosity find a sparse reward that plain A3C misses? Trains A3C with and without `--unsup action`
+on a hard-exploration task, several seeds each, and reports how often each reaches the goal.
+
+An episode reaches the goal when it ends by termination rather than by the time limit (the `truncated`
+column of the episode CSVs): on MountainCar-v0 that is driving up the hill, which random actions almost never
+do in 200 steps. Prints, per configuration, the fraction of runs that ever reached the goal, the global step of
+the first success, and the fraction of the last quarter of episodes that succeeded; writes
+`<out>/curiosity_exploration.json`.
+
+    python benchmarks/curiosity_exploration.py --env-id MountainCar-v0 --seeds 0 1 2 --minutes 4
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import train  # noqa: E402
+
+CONFIGS = {"a3c": [], "icm": ["--unsup", "action"]}
+LATE_FRACTION = 0.25
+
+
+def episodes(log_dir):
+    rows = []
+    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
+        with open(path) as handle:
+            rows += list(csv.DictReader(handle))
+    return sorted(rows, key=lambda row: float(row["wall_time"]))
+
+
+def summarise(rows):
+    successes = [row for row in rows if row["truncated"] == "0"]
+    late = rows[int(len(rows) * (1 - LATE_FRACTION)):]
+    return {"episodes": len(rows), "successes": len(successes),
+            "first_success_step": int(successes[0]["global_step"]) if successes else None,
+            "late_success_rate": round(sum(row["truncated"] == "0" for row in late) / max(len(late), 1), 3),
+            "global_step": int(rows[-1]["global_step"]) if rows else 0}
+
+
+def run(args, config, seed, exp_id):
+    log_dir = os.path.join(args.out, f"{config}-seed{seed}")
+    if os.path.exists(log_dir):
+        sys.exit(f"{log_dir} exists: remove it or choose another --out")
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers",
+            str(args.num_workers), "--env-id", args.env_id, "--log-dir", log_dir, "--expId", str(exp_id),
+            "--no-tensorboard", "--set", f"seed={seed}", *CONFIGS[config], *args.extra]
+    launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    return log_dir, launcher
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env-id", default="MountainCar-v0")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=tuple(CONFIGS))
+    parser.add_argument("--minutes", type=float, default=4.0, help="wall time of each run")
+    parser.add_argument("--num-workers", type=int, default=1)
+    parser.add_argument("--exp-id", type=int, default=250)
+    parser.add_argument("--out", default=os.path.join("tmp", "bench-curiosity"))
+    parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
+    args = parser.parse_args()
+    results = []
+    for seed in args.seeds:
+        for config in args.configs:
+            log_dir, launcher = run(args, config, seed, args.exp_id)
+            start = time.time()
+            while time.time() - start < args.minutes * 60 and launcher.poll() is None:
+                time.sleep(10)
+                summary = summarise(episodes(log_dir))
+                print(f"{config} seed {seed}: {time.time() - start:5.0f} s, {summary}", flush=True)
+            train.stop_run(log_dir, None, quiet=True)
+            launcher.wait(timeout=120)
+            results.append({"config": config, "seed": seed, **summarise(episodes(log_dir))})
+    print(f"\n{args.env_id}, {args.minutes:g} min per run, {args.num_workers} worker(s), seeds {args.seeds}")
+    for config in args.configs:
+        runs = [r for r in results if r["config"] == config]
+        reached = [r for r in runs if r["successes"]]
+        firsts = sorted(r["first_success_step"] for r in reached)
+        late = sum(r["late_success_rate"] for r in runs) / len(runs)
+        print(f"{config:>4}: {len(reached)}/{len(runs)} runs reached the goal; first success at global steps "
+              f"{firsts or '-'}; success rate over the last {LATE_FRACTION:.0%} of episodes {late:.2f}")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "curiosity_exploration.json"), "w") as handle:
+        json.dump({"env_id": args.env_id, "minutes": args.minutes, "num_workers": args.num_workers,
+                   "cpus": os.cpu_count(), "results": results}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
