@@ -2,6 +2,8 @@ import os
 import socket
 import sys
 
+import pytest
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -19,3 +21,13 @@ def free_ports(count):
     for probe in sockets:
         probe.close()
     return ports
+
+
+@pytest.fixture
+def graph():
+    """A fresh TensorFlow graph, in graph mode, as the default for the test."""
+    import tensorflow as tf
+
+    tf.compat.v1.disable_eager_execution()
+    with tf.Graph().as_default() as g:
+        yield g

@@ -14,12 +14,6 @@ tf1 = tf.compat.v1
 tf1.disable_eager_execution()
 
 
-@pytest.fixture
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def test_inverse_loss_of_zero_logits_over_two_actions_is_ln2(graph):
     loss = inverse_loss(tf.zeros([5, 2]), tf.constant([0, 1, 1, 0, 1]))
     with tf1.Session() as session:

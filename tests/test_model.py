@@ -16,12 +16,6 @@ tf1 = tf.compat.v1
 tf1.disable_eager_execution()
 
 
-@pytest.fixture
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def test_losses_on_zero_logits(graph):
     logits = tf.zeros([3, 2])
     values = tf.constant([1.0, 2.0, 3.0])
