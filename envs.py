@@ -18,7 +18,8 @@ class EnvError(ValueError):
 
 
 SUPPORTED = ("any gymnasium id with a discrete action space and vector or image observations "
-             "(e.g. CartPole-v1, Acrobot-v1, MountainCar-v0), and this project's Corridor-v0 and CorridorPixels-v0")
+             "(e.g. CartPole-v1, Acrobot-v1, MountainCar-v0), and this project's Corridor-v0, CorridorLong-v0 "
+             "and CorridorPixels-v0")
 
 
 class Corridor(gym.Env):
@@ -69,6 +70,8 @@ class Corridor(gym.Env):
 CORRIDOR_MAX_STEPS_PER_CELL = 8  # truncation: a random walk often, but not always, reaches the end in time
 gym.register("Corridor-v0", entry_point=Corridor, kwargs={"length": 8},
              max_episode_steps=8 * CORRIDOR_MAX_STEPS_PER_CELL)
+# Hard exploration: 63 steps right, within 192; a random walk's chance of getting there is about 1e-5.
+gym.register("CorridorLong-v0", entry_point=Corridor, kwargs={"length": 64}, max_episode_steps=3 * 64)
 gym.register("CorridorPixels-v0", entry_point=Corridor, kwargs={"length": 8, "pixels": True},
              max_episode_steps=8 * CORRIDOR_MAX_STEPS_PER_CELL)
 

@@ -60,3 +60,22 @@ def test_unknown_id_lists_what_is_supported():
 def test_continuous_actions_are_refused():
     with pytest.raises(envs.EnvError, match="needs a discrete one"):
         envs.create_env("Pendulum-v1")
+
+
+def test_long_corridor_is_hard_for_a_random_walk():
+    env = envs.create_env("CorridorLong-v0", seed=0)
+    assert env.observation_space.shape == (64,) and env.spec.max_episode_steps == 3 * 64
+    rng = np.random.default_rng(0)
+    successes = 0
+    for _ in range(200):
+        env.reset()
+        while True:
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(2)))
+            if terminated or truncated:
+                successes += terminated
+                break
+    assert successes == 0
+    env.reset()
+    for step in range(63):
+        _, reward, terminated, _, _ = env.step(1)
+    assert terminated and reward == 1.0, "walking right 63 times reaches the end"
