@@ -3,10 +3,10 @@
 on a hard-exploration task, several seeds each, and reports how often each reaches the goal.
 
 An episode reaches the goal when it ends by termination rather than by the time limit (the `truncated`
-column of the episode CSVs): on MountainCar-v0 that is driving up the hill, which random actions almost never
-do in 200 steps; on CorridorLong-v0, walking 63 cells right within 192 steps. Prints, per configuration, the fraction of runs that ever reached the goal, the global step of
-the first success, and the fraction of the last quarter of episodes that succeeded; writes
-`<out>/curiosity_exploration.json`.
+column of the episode CSVs): on CorridorLong-v0, walking 63 cells right within 192 steps, which a random walk
+essentially never does; on MountainCar-v0, driving up the hill within 200 steps. Prints, per configuration,
+the fraction of runs that ever reached the goal, the global step of the first success, and the fraction of
+the last quarter of episodes that succeeded; writes `<out>/curiosity_exploration.json`.
 
     python benchmarks/curiosity_exploration.py --env-id CorridorLong-v0 --seeds 0 1 2 --minutes 2
 """

@@ -76,6 +76,6 @@ def test_long_corridor_is_hard_for_a_random_walk():
                 break
     assert successes == 0
     env.reset()
-    for step in range(63):
+    for _ in range(63):
         _, reward, terminated, _, _ = env.step(1)
     assert terminated and reward == 1.0, "walking right 63 times reaches the end"
