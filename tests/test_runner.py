@@ -108,3 +108,30 @@ def test_runner_thread_stops_when_asked():
     runner.stop()
     runner.join(timeout=5)
     assert not runner.is_alive() and runner.error is None
+
+
+class FlakySession:
+    """Raises TF's duplicate-RunGraph AbortedError `failures` times, then answers."""
+
+    def __init__(self, failures):
+        self.failures = failures
+        self.calls = 0
+
+    def run(self, fetches, feed_dict=None):
+        import tensorflow as tf
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise tf.errors.AbortedError(None, None, "The same RunGraph (Worker) request was received twice.")
+        return fetches
+
+
+def test_aborted_runs_are_retried_then_reported():
+    import tensorflow as tf
+
+    from a3c import ABORT_RETRIES, AbortRetrySession
+
+    session = AbortRetrySession(FlakySession(failures=2))
+    assert session.run("fetches") == "fetches" and session.aborts == 2
+    with pytest.raises(tf.errors.AbortedError):
+        AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
