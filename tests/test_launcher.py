@@ -11,6 +11,8 @@ from conftest import ROOT
 
 
 def run_train(*args, env=None):
+    """train.py in a subprocess. Checks that need no launch are tested with --dry-run, so that a broken check
+    cannot start a real run on the machine."""
     return subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
@@ -59,16 +61,18 @@ def assert_one_line_error(result, fragment):
 
 
 def test_unknown_env_id(tmp_path):
-    result = run_train("--env-id", "NoSuchGame-v9", "--log-dir", str(tmp_path), "--mode", "child")
+    result = run_train("--env-id", "NoSuchGame-v9", "--log-dir", str(tmp_path), "--dry-run")
     assert_one_line_error(result, "unknown environment id 'NoSuchGame-v9'; supported:")
 
 
 def test_zero_workers(tmp_path):
-    assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path)), "--num-workers must be")
+    assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path), "--dry-run"),
+                          "--num-workers must be")
 
 
 def test_bad_hyperparameter(tmp_path):
-    assert_one_line_error(run_train("--set", "gamma=1.5", "--log-dir", str(tmp_path)), "gamma=1.5 must lie in")
+    assert_one_line_error(run_train("--set", "gamma=1.5", "--log-dir", str(tmp_path), "--dry-run"),
+                          "gamma=1.5 must lie in")
 
 
 def test_dry_run_with_curiosity_passes_it_to_every_worker(tmp_path):
