@@ -175,8 +175,9 @@ def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None
         for _ in range(rollout_len):
             actions, values, state = pending or policy.act(session, [observation], state)
             pending = None
-            next_observation, reward, terminated, truncated, info = env.step(int(actions[0]))
-            rollout.add(observation, int(actions[0]), reward, float(values[0]))
+            action = int(actions[0])
+            next_observation, reward, terminated, truncated, info = env.step(action)
+            rollout.add(observation, action, reward, float(values[0]))
             observation = next_observation
             episode.reward += reward
             episode.env_reward += info.get("env_reward", reward)
@@ -335,7 +336,6 @@ class A3C:
         self.task = task
         self.config = config
         self.env_wrap = env_wrap
-        self.unsup = unsup
         observation_shape = env.observation_space.shape
         num_actions = env.action_space.n
 

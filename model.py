@@ -35,15 +35,19 @@ def flatten(x):
     return tf.reshape(x, [-1, int(np.prod(x.get_shape().as_list()[1:]))])
 
 
+def glorot_uniform_weights(shape, fan_in, fan_out):
+    """Filter weights `W`, uniform in +-sqrt(6 / (fan_in + fan_out)) (the original's initialisation)."""
+    bound = np.sqrt(6.0 / (fan_in + fan_out))
+    return tf1.get_variable("W", shape, tf.float32, tf1.random_uniform_initializer(-bound, bound))
+
+
 def conv2d(x, num_filters, name, filter_size=(3, 3), stride=(1, 1), pad="SAME"):
     """2-D convolution with the Glorot-style uniform initialisation of the original."""
     with tf1.variable_scope(name):
         stride_shape = [1, stride[0], stride[1], 1]
         filter_shape = [filter_size[0], filter_size[1], int(x.get_shape()[3]), num_filters]
-        fan_in = np.prod(filter_shape[:3])
-        fan_out = np.prod(filter_shape[:2]) * num_filters
-        w_bound = np.sqrt(6.0 / (fan_in + fan_out))
-        w = tf1.get_variable("W", filter_shape, tf.float32, tf1.random_uniform_initializer(-w_bound, w_bound))
+        w = glorot_uniform_weights(filter_shape, fan_in=np.prod(filter_shape[:3]),
+                                   fan_out=np.prod(filter_shape[:2]) * num_filters)
         b = tf1.get_variable("b", [1, 1, 1, num_filters], initializer=tf1.zeros_initializer())
         return tf.nn.conv2d(x, w, stride_shape, pad) + b
 
@@ -53,10 +57,8 @@ def deconv2d(x, output_shape, name, filter_size=(4, 4), stride=(2, 2)):
     with tf1.variable_scope(name):
         num_filters = output_shape[-1]
         filter_shape = [filter_size[0], filter_size[1], num_filters, int(x.get_shape()[3])]
-        fan_in = np.prod(filter_shape[:2]) * filter_shape[3]
-        fan_out = np.prod(filter_shape[:3])
-        w_bound = np.sqrt(6.0 / (fan_in + fan_out))
-        w = tf1.get_variable("W", filter_shape, tf.float32, tf1.random_uniform_initializer(-w_bound, w_bound))
+        w = glorot_uniform_weights(filter_shape, fan_in=np.prod(filter_shape[:2]) * filter_shape[3],
+                                   fan_out=np.prod(filter_shape[:3]))
         b = tf1.get_variable("b", [1, 1, 1, num_filters], initializer=tf1.zeros_initializer())
         return tf.nn.conv2d_transpose(x, w, tf.stack(output_shape), [1, stride[0], stride[1], 1], "SAME") + b
 
@@ -254,16 +256,34 @@ def forward_loss_per_step(predicted, target):
     return 0.5 * tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
 
 
-class StateActionPredictor:
+class Predictor:
+    """What the curiosity predictors share: the transitions they are fed, (s_t, a_t, s_t+1), and the action
+    as an input of the forward model."""
+
+    def _inputs(self, observation_shape, num_actions):
+        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, *obs]
+        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, *obs]
+        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
+
+    def _forward_input(self, phi1):
+        """[phi(s_t), a_t]. The action is an input, not something to learn through: no forward-loss gradient
+        flows into it."""
+        return tf.concat([phi1, tf.stop_gradient(self.action_input)], 1)
+
+    def feed(self, observations, next_observations, actions):
+        return {self.s1: np.asarray(observations, np.float32), self.s2: np.asarray(next_observations, np.float32),
+                self.actions: np.asarray(actions, np.int32)}
+
+
+class StateActionPredictor(Predictor):
     """The Intrinsic Curiosity Module: an encoder phi, an inverse model g(phi(s), phi(s')) -> a, and a forward
     model f(phi(s), a) -> phi(s'). Its forward error is the curiosity bonus; no gradient reaches the policy."""
 
     def __init__(self, observation_shape, num_actions, design_head=None):
         variables_before = trainable_variables()
         self.head = choose_head(observation_shape, design_head)
-        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, *obs]
-        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, *obs]
-        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
             phi1 = HEADS[self.head](self.s1)  # [N, F]
         with tf1.variable_scope("encoder", reuse=True):
@@ -276,10 +296,8 @@ class StateActionPredictor:
                                      normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
         self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
 
-        # The action is an input, not something to learn through: no forward-loss gradient flows into it.
-        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
-        forward_hidden = tf.nn.relu(linear(tf.concat([phi1, tf.stop_gradient(self.action_input)], 1),
-                                           PREDICTOR_HIDDEN, "f1", normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
+                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
         self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
                                      normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
         self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
@@ -295,17 +313,13 @@ class StateActionPredictor:
     def summaries(self):
         return {"model/inv_loss": self.inverse_loss, "model/forward_loss": self.forward_loss}
 
-    def feed(self, observations, next_observations, actions):
-        return {self.s1: np.asarray(observations, np.float32), self.s2: np.asarray(next_observations, np.float32),
-                self.actions: np.asarray(actions, np.int32)}
-
 
 def pixel_loss_per_step(predicted, target):
     """0.5 x the mean squared error over the pixels of each step: normalised over the image, not the batch."""
     return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
 
 
-class StatePredictor(StateActionPredictor):
+class StatePredictor(Predictor):
     """The paper's pixel-prediction baselines. `state`: predict the next frame from phi(s_t) and the action;
     the bonus is the pixel error. `stateAenc`: the same model, but the bonus is the distance between the
     features of s_t and s_t+1 under the encoder that this prediction trains. No inverse model."""
@@ -316,15 +330,12 @@ class StatePredictor(StateActionPredictor):
                              f"observations (got shape {tuple(observation_shape)}) and --designHead universe")
         variables_before = trainable_variables()
         self.head = "universe"
-        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, H, W, C]
-        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, H, W, C]
-        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
             phi1 = universe_head(self.s1)  # [N, F]
         self.feature_size = int(phi1.get_shape()[1])
-        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
-        hidden = tf.nn.relu(linear(tf.concat([phi1, tf.stop_gradient(self.action_input)], 1), self.feature_size,
-                                   "f1", normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        hidden = tf.nn.relu(linear(self._forward_input(phi1), self.feature_size, "f1",
+                                   normalized_columns_initializer(PREDICTOR_INIT_STD)))
         self.predicted_s2 = inverse_universe_head(hidden, list(observation_shape))  # [N, H, W, C]
         self.forward_loss_per_step = pixel_loss_per_step(self.predicted_s2, self.s2)  # [N]
         self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)

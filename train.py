@@ -390,8 +390,7 @@ def main(argv=None):
         if args.dry_run:
             print(script_texts(plan)[0], end="")
             return 0
-        check_log_dir(plan.log_dir, {"env_id": args.env_id, "design_head": args.design_head,
-                                     "unsup": args.unsup, "env_wrap": args.env_wrap})
+        check_log_dir(plan.log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
         check_not_running(plan.log_dir)
         check_ports(plan)
         if args.mode == "tmux":

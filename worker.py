@@ -98,6 +98,15 @@ def run_ps(args):
     server.join()
 
 
+def checkpoint_shapes(tf1, path, advice):
+    """{variable name: shape} of the checkpoint at `path`; a damaged one is a UsageError ending in `advice`."""
+    try:
+        return tf1.train.NewCheckpointReader(path).get_variable_to_shape_map()
+    except Exception as error:  # TF raises several types for a damaged file
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"checkpoint {path} is corrupt ({first_line}); {advice}") from None
+
+
 def check_checkpoint(tf1, train_dir, variables):
     """Refuse to start on a checkpoint that cannot be restored, rather than silently starting over."""
     state_file = os.path.join(train_dir, "checkpoint")
@@ -107,12 +116,7 @@ def check_checkpoint(tf1, train_dir, variables):
             raise UsageError(f"{state_file} names checkpoints that do not exist; restore them, or move "
                              f"{train_dir} away to start over")
         return None
-    try:
-        shapes = tf1.train.NewCheckpointReader(latest).get_variable_to_shape_map()
-    except Exception as error:  # TF raises several types for a damaged file
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(f"checkpoint {latest} is corrupt ({first_line}); delete it or move {train_dir} away "
-                         f"to start over") from None
+    shapes = checkpoint_shapes(tf1, latest, f"delete it or move {train_dir} away to start over")
     for variable in variables:
         name = variable.op.name
         if name not in shapes:
@@ -139,10 +143,7 @@ def pretrain_init(tf1, source, variables):
     """An init_fn that restores every trainable global variable the checkpoint of `source` has with the same
     shape; the global step and optimizer state start afresh. Logs what was restored and what was not."""
     path = pretrain_checkpoint(tf1, source)
-    try:
-        shapes = tf1.train.NewCheckpointReader(path).get_variable_to_shape_map()
-    except Exception as error:  # TF raises several types for a damaged file
-        raise UsageError(f"--pretrain {source}: checkpoint {path} is unreadable ({type(error).__name__})") from None
+    shapes = checkpoint_shapes(tf1, path, "--pretrain from another run")
     restored = [v for v in variables if list(shapes.get(v.op.name, [])) == v.shape.as_list()]
     skipped = [v.op.name for v in variables if v not in restored]
     if not restored:
