@@ -142,20 +142,29 @@ class AbortRetrySession:
 
 
 EpisodeStats = collections.namedtuple("EpisodeStats",
-                                      ["reward", "length", "seconds", "env_reward", "truncated", "bonus"])
+                                      ["reward", "length", "seconds", "env_reward", "truncated", "bonus", "game"])
+# What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
+GAME_METRICS = ("success", "distance", "position_x", "position_y")
 
 
 class EpisodeTally:
-    """Running sums of the episode being played."""
+    """Running sums of the episode being played, and the game's own metrics (GAME_METRICS)."""
 
     def __init__(self):
         self.reward = self.env_reward = self.bonus = 0.0
         self.length = 0
         self.start = time.time()
+        self.game = {}
+
+    def observe(self, info):
+        for key in GAME_METRICS:
+            if key in info:
+                value = float(info[key])
+                self.game[key] = max(value, self.game.get(key, value)) if key == "distance" else value
 
     def stats(self, truncated):
         return EpisodeStats(self.reward, self.length, time.time() - self.start, self.env_reward, truncated,
-                            self.bonus)
+                            self.bonus, dict(self.game))
 
 
 def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
@@ -182,6 +191,7 @@ def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None
             episode.reward += reward
             episode.env_reward += info.get("env_reward", reward)
             episode.length += 1
+            episode.observe(info)
             if terminated or truncated:
                 rollout.episode_end = True
                 rollout.terminal = bool(terminated)
@@ -288,7 +298,9 @@ class EpisodeLogger:
     """Writes each finished episode to TensorBoard (`global/episode_*`) and to `episodes_<task>.csv`."""
 
     COLUMNS = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated",
-               "bonus"]
+               "bonus", *GAME_METRICS]  # a game metric the environment does not report is left empty
+    GAME_TAGS = {"success": "global/episode_success", "distance": "global/distance",
+                 "position_x": "global/POSITION_X", "position_y": "global/POSITION_Y"}  # the original's tags
 
     def __init__(self, log_dir, task, summary_writer, global_step_fn):
         self.path = os.path.join(log_dir, f"episodes_{task}.csv")
@@ -308,7 +320,8 @@ class EpisodeLogger:
         self.episodes += 1
         self.writer.writerow([global_step, f"{time.time():.3f}", self.task, f"{stats.reward:.6g}", stats.length,
                               f"{stats.seconds:.3f}", f"{stats.env_reward:.6g}", int(stats.truncated),
-                              f"{stats.bonus:.6g}"])
+                              f"{stats.bonus:.6g}", *(f"{stats.game[key]:.6g}" if key in stats.game else ""
+                                                      for key in GAME_METRICS)])
         self.file.flush()
         if self.summary_writer is not None:
             summary = tf1.Summary()
@@ -317,6 +330,8 @@ class EpisodeLogger:
             summary.value.add(tag="global/episode_time", simple_value=stats.seconds)
             summary.value.add(tag="global/episode_env_reward", simple_value=stats.env_reward)
             summary.value.add(tag="global/episode_bonus", simple_value=stats.bonus)
+            for key, value in stats.game.items():
+                summary.value.add(tag=self.GAME_TAGS[key], simple_value=value)
             self.summary_writer.add_summary(summary, global_step)
         logger.info("episode %d: reward %.3f, bonus %.4f, length %d, global step %d",
                     self.episodes, stats.reward, stats.bonus, stats.length, global_step)

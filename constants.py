@@ -147,10 +147,13 @@ PRESETS = {
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
 
-def resolve_preset(preset, observation_kind):
-    """`auto` means `classic` for vector observations and `paper` (the original's constants) for images."""
+def resolve_preset(preset, observation_kind, family="gymnasium"):
+    """`auto` means `mario` for Mario, `classic` for vector observations and `paper` (the original's constants)
+    for other images."""
     if preset != "auto":
         return preset
+    if family == "mario":
+        return "mario"
     return "classic" if observation_kind == "vector" else "paper"
 
 

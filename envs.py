@@ -2,24 +2,371 @@
 
 Every environment handed to the agent has a discrete action space and float32 observations: a vector for
 classic-control style tasks (MLP head), or a 42x42xC image scaled to [0, 1] (convolutional heads).
-This module must not import TensorFlow: the launcher uses it to check an id before starting anything.
+
+Families (see `env_family`):
+- doom: ViZDoom MyWayHome as in the paper: `doom` (dense: one of 17 spawn spots at random), `doomSparse` and
+  `doomVerySparse` (fixed far starts); any other ViZDoom scenario by its gymnasium id (`VizdoomBasic-v1`, ...).
+- mario: Super Mario Bros through nes-py, `mario` (level 1-1) and `mario-W-S` for world W, stage S.
+- atari: any ALE game (`PongDeterministic-v4`, `ALE/Pong-v5`, `BreakoutNoFrameskip-v4`, ...), cropped as in
+  universe-starter-agent.
+- gymnasium: any other registered id with a discrete action space (classic control: MLP head).
+The game packages are optional extras (`pip install -e .[doom,mario,atari]`); each is imported only when its
+family is used. This module must not import TensorFlow: the launcher uses it to check an id before starting.
 """
+import contextlib
+import functools
+import importlib
+import importlib.util
+import io
+import logging
+import os
+import re
+from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+logger = logging.getLogger(__name__)
+
 IMAGE_SIZE = 42  # the paper's input resolution
 STACKED_FRAMES = 4  # --envWrap: frames stacked into channels
 ACTION_REPEAT = 4  # --envWrap: each action is repeated, rewards summed, last two frames max-pooled
+DOOM_ACTION_REPEAT = 4  # the paper's Doom action repeat, in tics
+MARIO_ACTION_REPEAT = 6  # the paper's Mario action repeat, in NES frames
+ATARI_CROP_ROWS = (34, 194)  # universe-starter-agent's crop: the 160x160 playing field of a 210x160 screen
+STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a game engine
+
+FAMILIES = ("doom", "mario", "atari", "gymnasium")
+EXTRA_OF_FAMILY = {"doom": "doom", "mario": "mario", "atari": "atari"}
+MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py"}
+
+SUPPORTED = ("doom, doomSparse, doomVerySparse and other ViZDoom scenarios by their gymnasium id (VizdoomBasic-v1, "
+             "...); mario and mario-W-S (e.g. mario-1-2); Atari games (PongDeterministic-v4, ALE/Pong-v5, "
+             "BreakoutNoFrameskip-v4, ...); any gymnasium id with a discrete action space (CartPole-v1, Acrobot-v1, "
+             "...); this project's Corridor-v0, CorridorLong-v0 and CorridorPixels-v0")
 
 
 class EnvError(ValueError):
     """An environment id or option that cannot be used; the message says what to do instead."""
 
 
-SUPPORTED = ("any gymnasium id with a discrete action space and vector or image observations "
-             "(e.g. CartPole-v1, Acrobot-v1, MountainCar-v0), and this project's Corridor-v0, CorridorLong-v0 "
-             "and CorridorPixels-v0")
+def import_family(family):
+    """The family's game package, or EnvError naming the pip extra that provides it."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # the old `gym` that nes-py imports prints a banner
+            return importlib.import_module(MODULE_OF_FAMILY[family])
+    except ImportError as error:
+        raise EnvError(f"{family} environments need the '{EXTRA_OF_FAMILY[family]}' extra ({error}): "
+                       f"pip install -e '.[{EXTRA_OF_FAMILY[family]}]', or use make train / make test, which "
+                       "install every extra") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Doom: ViZDoom's MyWayHome, the paper's navigation task
+# ---------------------------------------------------------------------------------------------------------------
+MYWAYHOME = "my_way_home"  # the scenario ViZDoom ships: <scenarios_path>/my_way_home.cfg and .wad
+
+
+@dataclass(frozen=True)
+class DoomStart:
+    """A fixed start on MyWayHome: map coordinates and facing (degrees, 0 = east, counter-clockwise)."""
+
+    spot: int  # the id of the map's spawn spot (MapSpot thing) the start stands on
+    x: float
+    y: float
+    angle: float
+
+
+# The map has 17 spawn spots (MapSpot things 10-26); the dense task starts at one of them at random, picked by the
+# scenario's own ACS script. The sparse variants start on two of the same spots, facing their room's way out;
+# `benchmarks/doom_spawn_distances.py` measures every spot's path to the vest (see README, "Doom spawn spots").
+DOOM_VARIANTS = {
+    "doom": None,
+    "doomSparse": DoomStart(spot=10, x=240.0, y=-176.0, angle=0.0),  # the west room
+    "doomVerySparse": DoomStart(spot=15, x=544.0, y=-672.0, angle=180.0),  # the dead end past the south room
+}
+DOOM_ACTIONS = ("no-op", "forward", "turn left", "turn right")  # the paper's four
+# Button vectors over (MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, TURN_LEFT_RIGHT_DELTA); the delta button only places
+# the player at a fixed start.
+DOOM_BUTTONS = ([0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0])
+DOOM_SCREEN_SHAPE = (120, 160, 3)  # RES_160X120, RGB24
+
+
+class DoomEnv(gym.Env):
+    """MyWayHome headless, one tic per step: the action repeat is a wrapper, so that frames can be max-pooled.
+
+    The scenario's config sets the paper's rules: no monsters, +1 for the vest, -0.0001 per tic, 2100-tic
+    timeout (a truncation). `info` holds the player's `position_x` / `position_y` in map units and, when the
+    episode ends, `success`. If the engine process dies, it is relaunched and the episode ends as truncated with
+    `info["engine_restarted"]`, so one crash does not kill the worker.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 35}
+
+    def __init__(self, start=None, render_mode=None):
+        self.vizdoom = import_family("doom")
+        self.engine_errors = (self.vizdoom.ViZDoomUnexpectedExitException,
+                              self.vizdoom.ViZDoomIsNotRunningException, self.vizdoom.ViZDoomErrorException)
+        self.start = start
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(0, 255, DOOM_SCREEN_SHAPE, np.uint8)
+        self.action_space = spaces.Discrete(len(DOOM_ACTIONS))
+        self.engine_restarts = 0
+        self.frame = np.zeros(DOOM_SCREEN_SHAPE, np.uint8)
+        self.position = (0.0, 0.0)
+        self.game = self._launch()
+
+    def _launch(self):
+        vzd = self.vizdoom
+        game = vzd.DoomGame()
+        game.load_config(os.path.join(vzd.scenarios_path, MYWAYHOME + ".cfg"))
+        game.set_window_visible(False)
+        game.set_mode(vzd.Mode.PLAYER)
+        game.set_screen_resolution(vzd.ScreenResolution.RES_160X120)
+        game.set_screen_format(vzd.ScreenFormat.RGB24)
+        game.set_available_buttons([vzd.Button.MOVE_FORWARD, vzd.Button.TURN_LEFT, vzd.Button.TURN_RIGHT,
+                                    vzd.Button.TURN_LEFT_RIGHT_DELTA])
+        game.set_available_game_variables([vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y,
+                                           vzd.GameVariable.ANGLE])
+        game.add_game_args("+sv_cheats 1")  # lets the `warp` console command put the player on a fixed start
+        game.init()
+        return game
+
+    def _relaunch(self, error):
+        self.engine_restarts += 1
+        logger.warning("Doom engine failed (%s: %s); relaunching it (restart %d)", type(error).__name__, error,
+                       self.engine_restarts)
+        with contextlib.suppress(*self.engine_errors):
+            self.game.close()
+        self.game = self._launch()
+
+    def _observe(self):
+        state = self.game.get_state()
+        self.frame = state.screen_buffer
+        self.position = (float(state.game_variables[0]), float(state.game_variables[1]))
+
+    def _place(self, start):
+        """Warp to the start and turn to its angle; takes one tic."""
+        angle = self.game.get_game_variable(self.vizdoom.GameVariable.ANGLE)
+        self.game.send_game_command(f"warp {start.x} {start.y}")
+        clockwise = (angle - start.angle + 180.0) % 360.0 - 180.0  # a positive delta turns right (clockwise)
+        self.game.make_action([0, 0, 0, clockwise], 1)
+
+    def _info(self):
+        return {"position_x": self.position[0], "position_y": self.position[1]}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.game.set_seed(seed)  # the dense task's spawn spot and angle come from the engine's generator
+        try:
+            self._new_episode()
+        except self.engine_errors as error:
+            self._relaunch(error)
+            self._new_episode()
+        return self.frame, self._info()
+
+    def _new_episode(self):
+        self.game.new_episode()
+        if self.start is not None:
+            self._place(self.start)
+        self._observe()
+
+    def step(self, action):
+        try:
+            reward = self.game.make_action(DOOM_BUTTONS[int(action)], 1)
+            finished = self.game.is_episode_finished()
+            timed_out = finished and self.game.is_episode_timeout_reached()
+            if not finished:
+                self._observe()
+        except self.engine_errors as error:
+            self._relaunch(error)
+            return self.frame, 0.0, False, True, dict(self._info(), engine_restarted=True)
+        info = self._info()
+        if finished:
+            info["success"] = not timed_out  # without monsters, an episode ends early only at the vest
+        return self.frame, float(reward), finished and not timed_out, timed_out, info
+
+    def render(self):
+        return self.frame
+
+    def close(self):
+        with contextlib.suppress(*self.engine_errors):
+            self.game.close()
+
+
+@dataclass(frozen=True)
+class DoomMap:
+    """MyWayHome's layout read from the scenario's WAD: wall segments, spawn spots and the goal (map units)."""
+
+    walls: np.ndarray  # [N, 2, 2]: segment, endpoint, (x, y)
+    spawn_spots: dict  # MapSpot thing id -> (x, y)
+    goal: tuple  # the vest's (x, y)
+
+
+def _wad_lumps(path):
+    """name -> bytes of every lump of a WAD file (the id Software format: header, data, directory)."""
+    with open(path, "rb") as wad:
+        data = wad.read()
+    count, directory = np.frombuffer(data[4:12], "<i4")
+    lumps = {}
+    for index in range(int(count)):
+        entry = data[directory + 16 * index:directory + 16 * (index + 1)]
+        start, size = np.frombuffer(entry[:8], "<i4")
+        lumps[entry[8:].rstrip(b"\0").decode()] = data[start:start + size]
+    return lumps
+
+
+def doom_map(wad_name=MYWAYHOME):
+    """Parse the scenario's UDMF map (TEXTMAP lump): one-sided or blocking lines are walls."""
+    vizdoom = import_family("doom")
+    text = _wad_lumps(os.path.join(vizdoom.scenarios_path, wad_name + ".wad"))["TEXTMAP"].decode()
+    blocks = [(kind, dict(re.findall(r"(\w+)\s*=\s*\"?([^;\"]*)\"?\s*;", body)))
+              for kind, body in re.findall(r"(\w+)\s*(?://[^\n]*)?\s*\{([^}]*)\}", text)]
+    vertices = [(float(fields["x"]), float(fields["y"])) for kind, fields in blocks if kind == "vertex"]
+    walls = [(vertices[int(fields["v1"])], vertices[int(fields["v2"])]) for kind, fields in blocks
+             if kind == "linedef" and ("sideback" not in fields or fields.get("blocking") == "true")]
+    things = [fields for kind, fields in blocks if kind == "thing"]
+    spots = {int(thing["id"]): (float(thing["x"]), float(thing["y"])) for thing in things if thing["type"] == "9001"}
+    goal = next((float(thing["x"]), float(thing["y"])) for thing in things if thing["type"] == "2018")  # armour
+    return DoomMap(np.array(walls, np.float64), spots, goal)
+
+
+class VizdoomScreen(gym.ObservationWrapper):
+    """ViZDoom's own gymnasium environments observe a dict; the agent sees its `screen`."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.observation_space = env.observation_space["screen"]
+
+    def observation(self, observation):
+        return observation["screen"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Mario: Super Mario Bros through nes-py
+# ---------------------------------------------------------------------------------------------------------------
+MARIO_ID = re.compile(r"mario(?:-([1-8])-([1-4]))?")  # mario = mario-1-1
+# The paper's 14 actions (the original's ToDiscrete mapping) as NES buttons.
+MARIO_ACTIONS = ((), ("up",), ("down",), ("left",), ("left", "A"), ("left", "B"), ("left", "A", "B"),
+                 ("right",), ("right", "A"), ("right", "B"), ("right", "A", "B"), ("A",), ("B",), ("A", "B"))
+NES_BUTTON_BITS = {"right": 7, "left": 6, "down": 5, "up": 4, "start": 3, "select": 2, "B": 1, "A": 0}
+MARIO_SCREEN_SHAPE = (240, 256, 3)
+
+
+@functools.cache
+def _numpy2_super_mario_bros():
+    """gym-super-mario-bros' environment class, adapted to numpy 2: the smallest layer that makes it run.
+
+    nes-py and the game were written for numpy 1, where uint8 scalars widened in arithmetic. Under numpy 2 the
+    ROM header sizes (`16 * header[4] * 1024`) and the game's RAM reads (`ram[0x6d] * 0x100 + ram[0x86]`) raise
+    OverflowError. Reading the header as int64, and single RAM bytes as Python ints through a view of the
+    emulator's memory, restores numpy 1's results without copying or changing anything the emulator sees.
+    """
+    smb = import_family("mario")
+    nes_env = importlib.import_module("nes_py.nes_env")
+
+    class WideHeaderROM(nes_env.ROM):
+        @property
+        def header(self):
+            return self.raw_data[:16].astype(np.int64)
+
+    nes_env.ROM = WideHeaderROM  # NESEnv.__init__ reads its ROM through this module-level name
+
+    class IntRam(np.ndarray):
+        def __getitem__(self, index):
+            value = super().__getitem__(index)
+            return int(value) if isinstance(value, np.integer) else value
+
+    class SuperMarioBros(smb.SuperMarioBrosEnv):
+        def _ram_buffer(self):
+            return super()._ram_buffer().view(IntRam)
+
+    return SuperMarioBros
+
+
+def nes_button_byte(buttons):
+    """The controller byte nes-py expects for a set of pressed NES buttons."""
+    return sum(1 << NES_BUTTON_BITS[button] for button in buttons)
+
+
+class MarioEnv(gym.Env):
+    """One Super Mario Bros level, in the gymnasium API, each action held for `MARIO_ACTION_REPEAT` frames.
+
+    An episode ends (terminated) when Mario loses a life or reaches the flag; the game's own clock is its time
+    limit. `info["distance"]` is Mario's horizontal position in the level, the paper's measure of exploration;
+    `info["success"]` says, at the end, whether he reached the flag.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60 // MARIO_ACTION_REPEAT}
+
+    def __init__(self, world=1, stage=1, render_mode=None):
+        self.nes = _numpy2_super_mario_bros()(rom_mode="vanilla", target=(world, stage))
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(0, 255, MARIO_SCREEN_SHAPE, np.uint8)
+        self.action_space = spaces.Discrete(len(MARIO_ACTIONS))
+        self.buttons = [nes_button_byte(combination) for combination in MARIO_ACTIONS]
+        self.frame = np.zeros(MARIO_SCREEN_SHAPE, np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.frame = self.nes.reset().copy()  # the emulator's screen is a live view: keep a copy
+        return self.frame, {"distance": self.nes._x_position, "life": self.nes._life}
+
+    def step(self, action):
+        total, lives = 0.0, self.nes._life
+        for _ in range(MARIO_ACTION_REPEAT):
+            frame, reward, done, game_info = self.nes.step(self.buttons[int(action)])
+            total += reward
+            if done or game_info["life"] < lives:
+                done = True
+                break
+        self.frame = frame.copy()
+        info = {"distance": game_info["x_pos"], "life": game_info["life"], "world": game_info["world"],
+                "stage": game_info["stage"]}
+        if done:
+            info["success"] = bool(game_info["flag_get"])
+        return self.frame, float(total), done, False, info
+
+    def render(self):
+        return self.frame
+
+    def close(self):
+        if self.nes._env is not None:
+            self.nes.close()
+
+
+for _world in range(1, 9):
+    for _stage in range(1, 5):
+        gym.register(f"mario-{_world}-{_stage}", entry_point=MarioEnv, kwargs={"world": _world, "stage": _stage})
+gym.register("mario", entry_point=MarioEnv, kwargs={"world": 1, "stage": 1})
+for _variant, _start in DOOM_VARIANTS.items():
+    gym.register(_variant, entry_point=DoomEnv, kwargs={"start": _start})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Atari: ale-py ships the ROMs
+# ---------------------------------------------------------------------------------------------------------------
+@functools.cache
+def _register_atari():
+    """ale-py's ids, plus the `<Game>Deterministic-v4` ids it no longer registers (gym's: frame skip 4, no sticky
+    actions), so the original's PongDeterministic-v4 still works."""
+    gym.register_envs(import_family("atari"))
+    for env_id, spec in list(gym.registry.items()):
+        match = re.fullmatch(r"(\w+)NoFrameskip-v4", env_id)
+        if match and f"{match[1]}Deterministic-v4" not in gym.registry:
+            gym.register(f"{match[1]}Deterministic-v4", entry_point=spec.entry_point,
+                         kwargs=dict(spec.kwargs, frameskip=ACTION_REPEAT),
+                         max_episode_steps=spec.max_episode_steps, order_enforce=spec.order_enforce)
+
+
+def _crop_atari(env):
+    """universe-starter-agent's crop to the playing field, before the resize to 42x42."""
+    top, bottom = ATARI_CROP_ROWS
+    _, width, channels = env.observation_space.shape
+    cropped = spaces.Box(0, 255, (bottom - top, width, channels), np.uint8)
+    return gym.wrappers.TransformObservation(env, lambda frame: frame[top:bottom], cropped)
 
 
 class Corridor(gym.Env):
@@ -114,15 +461,16 @@ def _to_float_vector(env):
                                              bounded)
 
 
-def _to_small_image(env, env_wrap):
-    """Grayscale, 42x42, scaled to [0, 1]; with --envWrap also action repeat, max-pool and a 4-frame stack."""
-    if env_wrap:
-        env = gym.wrappers.MaxAndSkipObservation(env, skip=ACTION_REPEAT)
+def _to_small_image(env, repeat, stack):
+    """Luminance grayscale, 42x42, scaled to [0, 1]; optionally action repeat (rewards summed, the last two raw
+    frames max-pooled) and a stack of the last 4 frames."""
+    if repeat > 1:
+        env = gym.wrappers.MaxAndSkipObservation(env, skip=repeat)
     if len(env.observation_space.shape) == 3 and env.observation_space.shape[-1] == 3:
         env = gym.wrappers.GrayscaleObservation(env, keep_dim=False)
-    env = gym.wrappers.ResizeObservation(env, (IMAGE_SIZE, IMAGE_SIZE))
+    env = gym.wrappers.ResizeObservation(env, (IMAGE_SIZE, IMAGE_SIZE))  # cv2 INTER_AREA: averages, no aliasing
     channels = 1
-    if env_wrap:
+    if stack:
         env = gym.wrappers.FrameStackObservation(env, STACKED_FRAMES)  # [C, 42, 42]
         channels = STACKED_FRAMES
     scaled = spaces.Box(0.0, 1.0, (IMAGE_SIZE, IMAGE_SIZE, channels), np.float32)
@@ -134,25 +482,78 @@ def _to_small_image(env, env_wrap):
     return gym.wrappers.TransformObservation(env, to_channels_last, scaled)
 
 
-def check_env_id(env_id):
-    """Raise EnvError with the supported families when gymnasium does not know `env_id`."""
+def env_family(env_id):
+    """Which of FAMILIES `env_id` belongs to; EnvError, listing what is supported, for an unknown id."""
+    if env_id in DOOM_VARIANTS or env_id.startswith("Vizdoom"):
+        family = "doom"
+    elif MARIO_ID.fullmatch(env_id):
+        family = "mario"
+    else:
+        if env_id not in gym.registry and importlib.util.find_spec("ale_py") is not None:
+            _register_atari()
+        family = "gymnasium"
+    if env_id.startswith("Vizdoom"):
+        with contextlib.redirect_stderr(io.StringIO()):
+            import_family("doom")
+            importlib.import_module("vizdoom.gymnasium_wrapper")  # registers ViZDoom's own ids
     try:
-        gym.spec(env_id)
+        spec = gym.spec(env_id)
     except gym.error.Error:
-        raise EnvError(f"unknown environment id {env_id!r}; supported: {SUPPORTED}") from None
+        hint = ""
+        if env_id.startswith("ALE/") or re.search(r"(NoFrameskip|Deterministic)-v\d$", env_id):
+            hint = " (Atari ids need the 'atari' extra: pip install -e '.[atari]')"
+        raise EnvError(f"unknown environment id {env_id!r}{hint}; supported: {SUPPORTED}") from None
+    if family == "gymnasium" and str(spec.entry_point).startswith("ale_py"):
+        family = "atari"
+    return family
+
+
+def check_env_id(env_id):
+    """Raise EnvError, with the supported families, when `env_id` is unknown or its game package is missing."""
+    family = env_family(env_id)
+    if family in MODULE_OF_FAMILY:
+        import_family(family)
+    return family
+
+
+def paper_preprocessing(env_id, env_wrap):
+    """Whether `env_id` gets the 4-frame stack: with --envWrap, and always for Doom and Mario (the paper's way)."""
+    return bool(env_wrap) or env_family(env_id) in ("doom", "mario")
+
+
+def startup_delay(env_id, task):
+    """Seconds worker `task` waits before starting its game engine: launches of many at once are fragile."""
+    return task * STARTUP_STAGGER_SECONDS if env_family(env_id) in ("doom", "mario") else 0.0
+
+
+def _make_game(env_id, family, env_wrap, render_mode):
+    """The raw environment and the action repeat its wrapper adds: (env, repeat)."""
+    render = {"render_mode": render_mode} if render_mode else {}
+    if family == "doom":
+        env = gym.make(env_id, **render)
+        if env_id.startswith("Vizdoom"):
+            env = VizdoomScreen(env)
+        return env, DOOM_ACTION_REPEAT
+    if family == "mario":
+        return gym.make(env_id, **render), 1  # MarioEnv repeats its actions itself, without max-pooling
+    if family == "atari":
+        # With --envWrap the emulator steps single frames, so that the wrapper can max-pool the last two.
+        env = gym.make(env_id, **render, **({"frameskip": 1} if env_wrap else {}))
+        return _crop_atari(env), ACTION_REPEAT if env_wrap else 1
+    return gym.make(env_id, **render), ACTION_REPEAT if env_wrap else 1
 
 
 def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, seed=None, render_mode=None):
     """Build `env_id` for the agent: discrete actions, float32 observations, reward flags applied."""
-    check_env_id(env_id)
-    env = gym.make(env_id, **({"render_mode": render_mode} if render_mode else {}))
+    family = check_env_id(env_id)
+    env, repeat = _make_game(env_id, family, env_wrap, render_mode)
     if not isinstance(env.action_space, spaces.Discrete):
         env.close()
         raise EnvError(f"{env_id} has action space {env.action_space}; the agent needs a discrete one")
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
     else:
-        env = _to_small_image(env, env_wrap)
+        env = _to_small_image(env, repeat, stack=paper_preprocessing(env_id, env_wrap))
     env = ExtrinsicReward(env, no_reward=no_reward, no_life_reward=no_life_reward)
     if seed is not None:
         env.reset(seed=seed)

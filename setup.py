@@ -1,6 +1,11 @@
 """curiosity-agent: distributed A3C + ICM (Pathak et al. 2017) on TensorFlow 2 in tf.compat.v1 graph mode."""
 from setuptools import setup
 
+DOOM = ["vizdoom>=1.3,<2"]  # ships MyWayHome's .cfg/.wad and freedoom
+# gym-super-mario-bros 7.4 is the last release for Python < 3.13; envs.py adapts it to gymnasium and numpy 2.
+MARIO = ["gym-super-mario-bros==7.4.0", "nes-py>=8.2,<9"]
+ATARI = ["ale-py>=0.9,<1"]  # ships the ROMs
+
 setup(
     name="curiosity-agent",
     version="0.1.0",
@@ -18,8 +23,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3"],
-        "doom": ["vizdoom>=1.2,<2"],
-        "mario": ["gym-super-mario-bros==7.4.0", "nes-py>=8.2,<9"],
-        "atari": ["ale-py>=0.9,<1"],
+        "doom": DOOM,
+        "mario": MARIO,
+        "atari": ATARI,
+        "games": DOOM + MARIO + ATARI,
     },
 )

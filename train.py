@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Launcher: one parameter server, N workers and TensorBoard, in tmux (default), under nohup, or as children.
 
-    python train.py --num-workers 2 --env-id CartPole-v1          # tmux session 'a3c'
+    python train.py --num-workers 2 --unsup action               # the paper: Doom MyWayHome, tmux session 'a3c'
+    python train.py --num-workers 2 --env-id CartPole-v1          # classic control, seconds to learn
     python train.py --num-workers 8 --dry-run                     # print the commands, run nothing
     bash <log-dir>/kill.sh                                        # stop exactly this run
 
@@ -128,7 +129,8 @@ def parse_args(argv=None):
     add = parser.add_argument
     add("-w", "--num-workers", type=int, default=DEFAULT_NUM_WORKERS,
         help="worker processes (default: one per CPU core of this machine)")
-    add("-e", "--env-id", default="CartPole-v1", help="environment id")
+    add("-e", "--env-id", default="doom", help="environment id, doom being the paper's MyWayHome; supported: "
+        + envs.SUPPORTED)
     add("-l", "--log-dir", default=None, help="checkpoints, events, CSVs and logs (default: tmp/<env-id>)")
     add("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     add("-m", "--mode", choices=MODES, default="tmux",

@@ -44,8 +44,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", type=int, default=0, help="index of this process within its job")
     parser.add_argument("--ps-hosts", required=True, help="host:port of the parameter server")
     parser.add_argument("--worker-hosts", required=True, help="comma-separated host:port of every worker")
-    parser.add_argument("--log-dir", default="tmp/cartpole")
-    parser.add_argument("--env-id", default="CartPole-v1")
+    parser.add_argument("--log-dir", default="tmp/doom")
+    parser.add_argument("--env-id", default="doom")
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing and reward clipping")
     parser.add_argument("--design-head", default=None, help="universe, nips, nature, doom or mlp")
     parser.add_argument("--unsup", default="none", choices=constants.CURIOSITY_CHOICES, help="curiosity mode")
@@ -181,7 +181,8 @@ class StopFlag:
 
 def effective_config(args, env):
     """The preset for this environment with the --set overrides on top, logged and written to config.json."""
-    preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space))
+    preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
+                                      envs.env_family(args.env_id))
     config = constants.config_from_overrides(args.overrides, preset)
     logger.info("preset %s", preset)
     for key, value in config.to_dict().items():
@@ -197,6 +198,10 @@ def run_worker(args):
     task = args.task
     chief = task == 0
     stop_flag = StopFlag()
+    delay = envs.startup_delay(args.env_id, task)
+    if delay:
+        logger.info("waiting %.0f s before starting the game engine: simultaneous launches are fragile", delay)
+        time.sleep(delay)
     env = envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
                           no_life_reward=args.no_life_reward, render_mode="human" if args.visualise else None)
     config = effective_config(args, env)
@@ -205,7 +210,8 @@ def run_worker(args):
     tf1.set_random_seed(config.seed + task)
     worker_device = f"/job:worker/task:{task}/cpu:0"
     try:
-        trainer = A3C(env, task, config, design_head=args.design_head, env_wrap=args.env_wrap, unsup=args.unsup,
+        trainer = A3C(env, task, config, design_head=args.design_head,
+                      env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
                       global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
                       local_device=worker_device)
     except ValueError as error:  # an impossible head/observation combination

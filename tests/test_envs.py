@@ -53,7 +53,7 @@ def test_image_environment_becomes_42x42_in_unit_range(env_wrap, channels):
 
 
 def test_unknown_id_lists_what_is_supported():
-    with pytest.raises(envs.EnvError, match="unknown environment id 'Nope-v0'; supported: any gymnasium id"):
+    with pytest.raises(envs.EnvError, match="unknown environment id 'Nope-v0'; supported: doom, doomSparse"):
         envs.create_env("Nope-v0")
 
 

@@ -1,4 +1,5 @@
 """The runner: rollout boundaries, bootstrap values, LSTM state hand-over, and session.run calls per step."""
+import csv
 import queue
 import time
 
@@ -47,7 +48,7 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert third.terminal and third.episode_end and third.rewards == [1.0]
     # one session.run per environment step, plus the act for the next episode's first step, made ahead
     assert policy.calls == 7 + 1
-    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0)]
+    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0, {})]
     fourth = next(rollouts)
     assert fourth.features == 0, "the LSTM state restarts with the episode"
     assert policy.calls == 10 + 1
@@ -135,3 +136,19 @@ def test_aborted_runs_are_retried_then_reported():
     assert session.run("fetches") == "fetches" and session.aborts == 2
     with pytest.raises(tf.errors.AbortedError):
         AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
+
+
+def test_game_metrics_reach_the_episode_csv(tmp_path):
+    from a3c import EpisodeLogger, EpisodeTally
+
+    tally = EpisodeTally()
+    for info in ({"distance": 40, "position_x": 1.0}, {"distance": 90, "position_x": 2.0}, {"distance": 60}):
+        tally.observe(dict(info, env_reward=0.0))
+    logger = EpisodeLogger(str(tmp_path), 3, None, lambda: 123)
+    logger(tally.stats(truncated=False))
+    logger(EpisodeTally().stats(truncated=True))
+    logger.close()
+    with open(tmp_path / "episodes_3.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["distance"] == "90" and rows[0]["position_x"] == "2" and rows[0]["success"] == ""
+    assert rows[1]["distance"] == "" and rows[1]["truncated"] == "1" and rows[1]["global_step"] == "123"
