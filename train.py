@@ -329,12 +329,34 @@ def _signal_and_wait(pids, sig, timeout):
     return alive
 
 
-def _is_zombie(pid):
+def _stat_fields(pid):
+    """/proc/<pid>/stat after the command name: [state, ppid, ...], or None for a process that is gone."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+            return handle.read().rsplit(")", 1)[1].split()
     except OSError:
-        return True
+        return None
+
+
+def _is_zombie(pid):
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] == "Z"
+
+
+def descendants(pids):
+    """Every process below `pids` (game engines such as ViZDoom's run as children of the worker)."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        fields = _stat_fields(entry)
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, frontier = set(), list(pids)
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
 
 
 def stop_run(log_dir, session, quiet=False):
@@ -343,9 +365,11 @@ def stop_run(log_dir, session, quiet=False):
     running = run_processes(log_dir)
     workers = [pid for pid, argv in running.items() if ("--job-name", "worker") in set(zip(argv, argv[1:]))]
     others = [pid for pid in running if pid not in workers]
+    below = descendants(running)  # found now: once a worker is gone its engine is re-parented
     left = _signal_and_wait(workers, signal.SIGTERM, STOP_GRACE_SECS)
     left |= _signal_and_wait(others, signal.SIGTERM, 5.0)
     _signal_and_wait(sorted(left), signal.SIGKILL, 5.0)
+    _signal_and_wait(sorted(pid for pid in below if not _is_zombie(pid)), signal.SIGKILL, 5.0)  # orphans
     killed_session = False
     if session and shutil.which("tmux"):
         import libtmux

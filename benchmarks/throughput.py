@@ -34,14 +34,17 @@ WARMUP_SECS = 10.0
 
 def env_only(env_id, seconds, seed):
     env = envs.create_env(env_id, seed=seed)
-    env.reset(seed=seed)
-    steps, start = 0, time.time()
-    while time.time() - start < seconds:
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        steps += 1
-        if terminated or truncated:
-            env.reset()
-    return steps / (time.time() - start)
+    try:
+        env.reset(seed=seed)
+        steps, start = 0, time.time()
+        while time.time() - start < seconds:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+            if terminated or truncated:
+                env.reset()
+        return steps / (time.time() - start)
+    finally:
+        env.close()  # a pool worker is terminated without clean-up: a game engine would outlive it
 
 
 def acting(env_id, seconds, seed, bonus="none"):
@@ -69,7 +72,10 @@ def acting(env_id, seconds, seed, bonus="none"):
         else:
             steps = (len(rollout) for rollout in env_runner(env, policy, session, 20, lambda stats: None,
                                                               predictor, 0.01))
-        return timed_rate(steps, seconds)
+        try:
+            return timed_rate(steps, seconds)
+        finally:
+            env.close()
 
 
 def per_step_bonus_loop(session, env, policy, predictor):
@@ -115,11 +121,11 @@ def in_processes(function, env_id, seconds, workers):
         return pool.starmap(function, [(env_id, seconds, seed) for seed in range(workers)])
 
 
-def training(env_id, seconds, workers, out, exp_id):
+def training(env_id, seconds, workers, out, exp_id, unsup="none"):
     log_dir = os.path.join(out, f"train-{workers}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
-            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard"]
+            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup]
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
@@ -150,6 +156,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--measurements", nargs="+", choices=tuple(MEASUREMENTS), default=tuple(MEASUREMENTS))
     parser.add_argument("--exp-id", type=int, default=350)
+    parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -159,7 +166,7 @@ def main():
     for workers in args.workers:
         for name in args.measurements:
             if name == "training":
-                per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id)
+                per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id, args.unsup)
             else:
                 per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers)
             mean = sum(per_worker) / workers
@@ -167,7 +174,8 @@ def main():
                             "aggregate_steps_per_sec": round(sum(per_worker), 1)})
             print(f"{workers:>7} {name:>15} {mean:>19.0f} {sum(per_worker):>18.0f}", flush=True)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
-        json.dump({"env_id": args.env_id, "cpus": os.cpu_count(), "seconds": args.seconds, "results": results},
+        json.dump({"env_id": args.env_id, "unsup": args.unsup, "cpus": os.cpu_count(), "seconds": args.seconds,
+                   "results": results},
                   handle, indent=2)
     print(f"wrote {os.path.join(args.out, 'throughput.json')}")
 

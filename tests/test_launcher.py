@@ -1,8 +1,10 @@
 """The launcher: commands for each mode, --dry-run, and one-line errors for bad input."""
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -119,3 +121,19 @@ def test_log_dir_of_another_environment(tmp_path):
 def test_pretrain_from_nowhere(tmp_path):
     result = run_train("--pretrain", str(tmp_path / "missing"), "--log-dir", str(tmp_path / "run"), "--dry-run")
     assert_one_line_error(result, "no such run directory or checkpoint")
+
+
+def test_descendants_finds_the_whole_process_tree():
+    parent = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    try:
+        deadline = time.time() + 10
+        while len(train.descendants([parent.pid])) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        below = train.descendants([parent.pid])
+        assert len(below) == 2 and parent.pid not in below
+        assert below <= train.descendants([os.getpid()]), "grandchildren are found too"
+    finally:
+        for pid in train.descendants([parent.pid]):
+            os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        parent.wait()
