@@ -17,6 +17,7 @@ import scipy.signal
 import tensorflow as tf
 
 from constants import CURIOSITY_CHOICES
+from envs import GAME_METRICS, VISIT_EVERY
 from model import LSTMPolicy, StateActionPredictor, StatePredictor
 
 tf1 = tf.compat.v1
@@ -141,10 +142,8 @@ class AbortRetrySession:
                 logger.warning("session.run aborted (%s); retrying", error.message.splitlines()[0])
 
 
-EpisodeStats = collections.namedtuple("EpisodeStats",
-                                      ["reward", "length", "seconds", "env_reward", "truncated", "bonus", "game"])
-# What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
-GAME_METRICS = ("success", "distance", "position_x", "position_y")
+EpisodeStats = collections.namedtuple("EpisodeStats", ["reward", "length", "seconds", "env_reward", "truncated",
+                                                       "bonus", "game", "visits"])
 
 
 class EpisodeTally:
@@ -155,16 +154,19 @@ class EpisodeTally:
         self.length = 0
         self.start = time.time()
         self.game = {}
+        self.visits = []  # [(x, y)]: the player's position every VISIT_EVERY steps, for visitation maps
 
     def observe(self, info):
         for key in GAME_METRICS:
             if key in info:
                 value = float(info[key])
                 self.game[key] = max(value, self.game.get(key, value)) if key == "distance" else value
+        if "position_x" in info and self.length % VISIT_EVERY == 1:
+            self.visits.append((float(info["position_x"]), float(info["position_y"])))
 
     def stats(self, truncated):
         return EpisodeStats(self.reward, self.length, time.time() - self.start, self.env_reward, truncated,
-                            self.bonus, dict(self.game))
+                            self.bonus, dict(self.game), list(self.visits))
 
 
 def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
@@ -313,6 +315,8 @@ class EpisodeLogger:
         if is_new:
             self.writer.writerow(self.COLUMNS)
             self.file.flush()
+        self.visits_path = os.path.join(log_dir, f"visits_{task}.csv")
+        self.visits_file = None  # opened at the first episode with positions
         self.episodes = 0
 
     def __call__(self, stats):
@@ -323,6 +327,8 @@ class EpisodeLogger:
                               f"{stats.bonus:.6g}", *(f"{stats.game[key]:.6g}" if key in stats.game else ""
                                                       for key in GAME_METRICS)])
         self.file.flush()
+        if stats.visits:
+            self._write_visits(global_step, stats.visits)
         if self.summary_writer is not None:
             summary = tf1.Summary()
             summary.value.add(tag="global/episode_reward", simple_value=stats.reward)
@@ -336,8 +342,38 @@ class EpisodeLogger:
         logger.info("episode %d: reward %.3f, bonus %.4f, length %d, global step %d",
                     self.episodes, stats.reward, stats.bonus, stats.length, global_step)
 
+    def _write_visits(self, global_step, visits):
+        if self.visits_file is None:
+            is_new = not os.path.exists(self.visits_path)
+            self.visits_file = open(self.visits_path, "a", newline="")
+            if is_new:
+                self.visits_file.write("global_step,worker,episode,x,y\n")
+        self.visits_file.writelines(f"{global_step},{self.task},{self.episodes},{x:.1f},{y:.1f}\n" for x, y in visits)
+        self.visits_file.flush()
+
     def close(self):
         self.file.close()
+        if self.visits_file is not None:
+            self.visits_file.close()
+
+
+def build_networks(env, config, design_head=None, unsup="none"):
+    """The policy and, with curiosity, its predictor, in the current variable scope: (policy, predictor or None).
+
+    The trainer builds them twice (global/ and local/); playback builds global/ alone to restore a checkpoint.
+    """
+    observation_shape, num_actions = env.observation_space.shape, env.action_space.n
+    policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
+    if unsup == "none":
+        return policy, None
+    with tf1.variable_scope("predictor"):
+        if unsup == "action":
+            return policy, StateActionPredictor(observation_shape, num_actions, design_head)
+        return policy, StatePredictor(observation_shape, num_actions, design_head, unsup)
+
+
+def global_step_variable():
+    return tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(), trainable=False)
 
 
 class A3C:
@@ -351,23 +387,13 @@ class A3C:
         self.task = task
         self.config = config
         self.env_wrap = env_wrap
-        observation_shape = env.observation_space.shape
-        num_actions = env.action_space.n
-
         def networks():
-            policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
-            if unsup == "none":
-                return policy, None
-            with tf1.variable_scope("predictor"):
-                if unsup == "action":
-                    return policy, StateActionPredictor(observation_shape, num_actions, design_head)
-                return policy, StatePredictor(observation_shape, num_actions, design_head, unsup)
+            return build_networks(env, config, design_head, unsup)
 
         with tf1.device(global_device):
             with tf1.variable_scope("global"):
                 self.network, self.predictor = networks()
-                self.global_step = tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(),
-                                                    trainable=False)
+                self.global_step = global_step_variable()
 
         with tf1.device(local_device):
             with tf1.variable_scope("local"):
@@ -422,6 +448,7 @@ class A3C:
         self.session = None
         self.last_global_step = 0
         self.updates = 0
+        self.steps_trained = 0  # environment steps this worker has trained on
         self._fps_start = None
         self._fps_steps = 0
 
@@ -484,6 +511,7 @@ class A3C:
         results = self.session.run(fetches, feed)
         self.last_global_step = int(results[1])
         self.updates += 1
+        self.steps_trained += len(rollout)
         self._fps_steps += len(rollout)
         if summarise:
             self.summary_writer.add_summary(results[2], self.last_global_step)

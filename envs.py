@@ -37,6 +37,10 @@ MARIO_ACTION_REPEAT = 6  # the paper's Mario action repeat, in NES frames
 ATARI_CROP_ROWS = (34, 194)  # universe-starter-agent's crop: the 160x160 playing field of a 210x160 screen
 STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a game engine
 
+# What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
+GAME_METRICS = ("success", "distance", "position_x", "position_y")
+VISIT_EVERY = 4  # where the game reports a position, one in this many steps is logged for visitation maps
+
 FAMILIES = ("doom", "mario", "atari", "gymnasium")
 EXTRA_OF_FAMILY = {"doom": "doom", "mario": "mario", "atari": "atari"}
 MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py"}

@@ -11,7 +11,7 @@ setup(
     version="0.1.0",
     description="Distributed A3C with the Intrinsic Curiosity Module, on TensorFlow's parameter-server runtime",
     python_requires=">=3.11,<3.13",
-    py_modules=["a3c", "constants", "envs", "model", "train", "worker"],
+    py_modules=["a3c", "constants", "demo", "envs", "model", "plots", "status", "train", "worker"],
     install_requires=[
         "tensorflow-cpu>=2.21,<2.22",
         "tensorboard>=2.21,<2.22",
@@ -20,6 +20,9 @@ setup(
         "scipy>=1.11,<2",
         "opencv-python-headless>=4.9,<6",
         "libtmux>=0.40,<1",
+        "matplotlib>=3.8,<4",  # plots.py
+        "imageio>=2.34,<3",  # demo.py --record: MP4 through imageio-ffmpeg's bundled ffmpeg, or GIF
+        "imageio-ffmpeg>=0.5,<1",
     ],
     extras_require={
         "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3"],

@@ -25,6 +25,8 @@ import envs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SCRIPT = os.path.join(HERE, "worker.py")
+DEMO_SCRIPT = os.path.join(HERE, "demo.py")  # --eval-every runs its --watch mode beside the workers
+STATUS_SCRIPT = os.path.join(HERE, "status.py")  # the tmux window 'status'
 PS_BASE_PORT = 12222  # the original's ports: ps 12222, workers 12223...
 TB_BASE_PORT = 6006  # TensorBoard's own default
 PORT_STRIDE = 100  # --expId k shifts every port by k * PORT_STRIDE (TensorBoard by k)
@@ -51,8 +53,10 @@ def ports_for(exp_id, num_workers):
 
 def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, env_wrap=False,
                     design_head=None, unsup="none", no_reward=False, no_life_reward=False, visualise=False,
-                    overrides=(), tensorboard=True, preset="auto", pretrain=None, python=sys.executable):
-    """The processes of one run, as argv lists: ps, w-0..w-N-1, tb (optional) and, in tmux, htop."""
+                    overrides=(), tensorboard=True, preset="auto", pretrain=None, eval_every=None, eval_episodes=5,
+                    python=sys.executable):
+    """The processes of one run, as argv lists: ps, w-0..w-N-1, eval (with `eval_every`), tb (optional) and,
+    in tmux, status and htop."""
     log_dir = os.path.abspath(log_dir)
     ps_port, worker_ports, tb_port = ports_for(exp_id, num_workers)
     base = [python, WORKER_SCRIPT,
@@ -81,10 +85,15 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
     processes += [Process(f"w-{i}", base + ["--job-name", "worker", "--task", str(i)] + flags)
                   for i in range(num_workers)]
+    if eval_every:
+        processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
+                                          str(eval_every), "--episodes", str(eval_episodes), "--greedy"]))
     if tensorboard:
         processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
                                         "--host", "127.0.0.1", "--port", str(tb_port)]))
     if mode == "tmux":
+        status = [python, STATUS_SCRIPT, "--log-dir", log_dir, "--watch"]
+        processes.append(Process("status", status + (["--tensorboard-port", str(tb_port)] if tensorboard else [])))
         processes.append(Process("htop", ["htop"] if shutil.which("htop") else ["top"]))
     return Plan(session, log_dir, mode, processes, ps_port, worker_ports, tb_port if tensorboard else None)
 
@@ -160,6 +169,10 @@ def parse_args(argv=None):
         help="override a hyper-parameter of constants.py (repeatable); see --help-config")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
     add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
+    add("--eval-every", type=int, default=None, metavar="STEPS", help="run an evaluation process beside the "
+        "workers: every STEPS global steps it plays --eval-episodes greedy episodes with the latest checkpoint, "
+        "appends to <log-dir>/eval.csv and keeps the best checkpoint in <log-dir>/best")
+    add("--eval-episodes", type=int, default=5, help="episodes per evaluation (with --eval-every)")
     add("--stop", action="store_true", help="stop the run in --log-dir (what kill.sh does) and exit")
     args = parser.parse_args(argv)
     if args.default:
@@ -173,6 +186,10 @@ def check_args(args):
     """Checks that touch nothing: flag values, environment id, hyper-parameters."""
     if not 1 <= args.num_workers <= MAX_WORKERS:
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
+    if args.eval_every is not None and args.eval_every < 1:
+        raise LaunchError(f"--eval-every must be at least 1 global step, got {args.eval_every}")
+    if args.eval_episodes < 1:
+        raise LaunchError(f"--eval-episodes must be at least 1, got {args.eval_episodes}")
     if not 0 <= args.exp_id <= MAX_EXP_ID:
         raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
     if args.unsup in constants.PIXEL_CURIOSITY and args.design_head not in (None, "universe"):
@@ -248,7 +265,7 @@ def run_processes(log_dir):
         except OSError:
             continue
         pairs = set(zip(argv, argv[1:]))
-        ours = WORKER_SCRIPT in argv or "tensorboard.main" in argv
+        ours = any(script in argv for script in (WORKER_SCRIPT, DEMO_SCRIPT, STATUS_SCRIPT, "tensorboard.main"))
         if ours and (("--log-dir", log_dir) in pairs or ("--logdir", log_dir) in pairs):
             found[int(entry)] = argv
     return found
@@ -412,7 +429,8 @@ def main(argv=None):
         check_args(args)
         plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,
                                args.env_wrap, args.design_head, args.unsup, args.no_reward, args.no_life_reward,
-                               args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain)
+                               args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain,
+                               args.eval_every, args.eval_episodes)
         if args.dry_run:
             print(script_texts(plan)[0], end="")
             return 0

@@ -28,6 +28,7 @@ FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is
 OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
 CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
 CHECKPOINTS_KEPT = 5
+HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
 
 
 class UsageError(Exception):
@@ -245,21 +246,47 @@ def run_worker(args):
     session_config = tf1.ConfigProto(device_filters=["/job:ps", worker_device],
                                      operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
     episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+    heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps)
 
     logger.info("connecting to the parameter server%s", "" if chief else " (waiting for the chief to initialise)")
     try:
         train(supervisor, saver, trainer, chief, stop_flag, server.target, session_config, summary_writer,
-              episode_logger)
+              episode_logger, heartbeat)
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError) as error:
         raise ClusterError(f"lost the parameter server at {args.ps_hosts} "
                            f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     finally:
+        heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
         episode_logger.close()
         env.close()
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
 
 
-def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger):
+class Heartbeat:
+    """`<log-dir>/status_<task>.json`, rewritten every HEARTBEAT_SECS while training: what status.py shows, and
+    how it tells a hung or dead worker (an old heartbeat) from a working one."""
+
+    def __init__(self, log_dir, task, max_global_steps):
+        self.path = os.path.join(log_dir, f"status_{task}.json")
+        self.record = {"task": task, "pid": os.getpid(), "max_global_steps": max_global_steps, "started": time.time()}
+        self.last = None  # (time, steps trained) of the previous beat
+
+    def beat(self, trainer, episodes, state="training", force=False):
+        now = time.time()
+        if not force and self.last is not None and now - self.last[0] < HEARTBEAT_SECS:
+            return
+        rate = (trainer.steps_trained - self.last[1]) / max(now - self.last[0], 1e-6) if self.last else 0.0
+        self.last = (now, trainer.steps_trained)
+        self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
+                           steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes)
+        temporary = f"{self.path}.tmp"
+        with open(temporary, "w") as handle:
+            json.dump(self.record, handle)
+        os.replace(temporary, self.path)
+
+
+def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,
+          heartbeat):
     """The session loop: train until the max global step or a stop request; the chief saves at the end."""
     config = trainer.config
     with supervisor.managed_session(target, config=session_config) as session:
@@ -268,6 +295,8 @@ def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, 
         while (not supervisor.should_stop() and not stop_flag.stop
                and trainer.last_global_step < config.max_global_steps):
             trainer.process()
+            heartbeat.beat(trainer, episode_logger.episodes)
+        heartbeat.beat(trainer, episode_logger.episodes, state="stopping", force=True)
         trainer.stop()
         if chief:
             saver.save(session, supervisor.save_path, global_step=trainer.global_step)

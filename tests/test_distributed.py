@@ -103,7 +103,7 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
     try:
         assert result.returncode == 0, result.stderr
         assert f"tmux attach -t {session}" in result.stdout
-        assert tmux_windows(session) == ["ps", "w-0", "w-1", "htop"]
+        assert tmux_windows(session) == ["ps", "w-0", "w-1", "status", "htop"]
         deadline = time.time() + 120
         while time.time() < deadline and not all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)):
             time.sleep(1)

@@ -48,7 +48,7 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert third.terminal and third.episode_end and third.rewards == [1.0]
     # one session.run per environment step, plus the act for the next episode's first step, made ahead
     assert policy.calls == 7 + 1
-    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0, {})]
+    assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0, {}, [])]
     fourth = next(rollouts)
     assert fourth.features == 0, "the LSTM state restarts with the episode"
     assert policy.calls == 10 + 1

@@ -1,0 +1,408 @@
+#!/usr/bin/env python
+"""Playback and evaluation: watch what an agent does, and measure it against the random baseline.
+
+    python demo.py --log-dir tmp/doom --episodes 5 --record          # the latest checkpoint, sampled policy
+    python demo.py --log-dir tmp/doom --greedy --env-id doomSparse    # the same weights, another start
+    python demo.py --log-dir tmp/doom --random --episodes 20          # the random-agent baseline
+    python demo.py --log-dir tmp/doom --watch --every 50000           # evaluate each new checkpoint (train.py
+                                                                      # --eval-every starts this for you)
+
+Reads the run's config.json (environment, head, curiosity) and a checkpoint (the latest in <log-dir>/train, or
+--checkpoint), copied aside first, so it can run beside training without blocking or disturbing it. Prints
+each episode's game reward, length, curiosity bonus and, where the game has them, success and distance; writes
+<out>/summary.json, and with --record an MP4 (or GIF) per episode from the game's frames, with --record-signal
+the 42x42 inputs the network saw (<out>/episode_<k>_signal.mp4 and .npz). <out> defaults to <log-dir>/demo.
+"""
+import argparse
+import csv
+import glob
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+
+import constants  # noqa: E402
+import envs  # noqa: E402
+from worker import CHECKPOINT_SUBDIR, UsageError, checkpoint_shapes, import_tf  # noqa: E402
+
+logger = logging.getLogger("demo")
+
+PLAYBACK_FPS = {"doom": 35 / envs.DOOM_ACTION_REPEAT, "mario": 60 / envs.MARIO_ACTION_REPEAT, "atari": 15}
+SIGNAL_UPSCALE = 4  # the 42x42 inputs are drawn 4 times larger in the signal video
+SNAPSHOT_TRIES = 5  # the chief may delete the oldest checkpoint while we copy it: then take the newest again
+EVAL_FILE = "eval.csv"
+EVAL_COLUMNS = ["global_step", "wall_time", "episodes", "mean_reward", "min_reward", "max_reward", "success_rate",
+                "mean_distance", "checkpoint"]
+BEST_SUBDIR = "best"
+NO_CHECKPOINT = ("no checkpoint in {} yet: the chief saves every 30 s after it starts; wait, or pass --random for "
+                 "the random baseline")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--log-dir", required=True, help="a run's log directory (its config.json and train/ checkpoints)")
+    add("--checkpoint", default=None, help="a checkpoint prefix (default: the latest in <log-dir>/train)")
+    add("--env-id", default=None, help="play another environment with the same observations and actions "
+        "(default: the run's)")
+    add("--episodes", type=int, default=3, help="episodes to play")
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument("--greedy", action="store_true", help="take the most likely action (default: sample)")
+    policy.add_argument("--random", action="store_true", help="act uniformly at random: the baseline")
+    add("--record", action="store_true", help="write a video of each episode from the game's frames")
+    add("--record-signal", action="store_true", help="save the 42x42 inputs the network saw, as video and npz")
+    add("--video-format", choices=("mp4", "gif"), default="mp4")
+    add("--fps", type=float, default=None, help="video frame rate (default: the game's real time)")
+    add("--max-steps", type=int, default=10000, help="end an episode after this many steps")
+    add("--seed", type=int, default=0)
+    add("--out", default=None, help="folder for summary.json and videos (default: <log-dir>/demo)")
+    add("--watch", action="store_true", help="keep evaluating each new checkpoint --every global steps, appending "
+        f"to <log-dir>/{EVAL_FILE} and keeping the best checkpoint in <log-dir>/{BEST_SUBDIR}")
+    add("--every", type=int, default=100000, help="with --watch: global steps between evaluations")
+    add("--poll-seconds", type=float, default=5.0, help="with --watch: how often to look for a new checkpoint")
+    args = parser.parse_args(argv)
+    for name in ("episodes", "max_steps", "every"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.fps is not None and args.fps <= 0:
+        parser.error(f"--fps must be positive, got {args.fps}")
+    if args.watch and args.random:
+        parser.error("--watch evaluates checkpoints; --random needs none")
+    return args
+
+
+def run_settings(log_dir):
+    """(run flags, hyper-parameters Config) from the run's config.json."""
+    record = constants.read_run_config(log_dir)
+    if record is None:
+        raise UsageError(f"{log_dir} has no {constants.CONFIG_FILE}: is it a run's log directory? A run writes "
+                         "it when its workers start")
+    config = constants.apply_overrides(constants.Config(), [f"{key}={value}" for key, value in
+                                                           record["hyperparameters"].items()])
+    return record["run"], config
+
+
+def snapshot_checkpoint(tf1, train_dir, chosen, destination):
+    """Copy a checkpoint (the chosen prefix, or the latest in `train_dir`) into `destination`: (prefix, step).
+
+    Training keeps writing and deleting checkpoints; a private copy cannot change under the restore.
+    """
+    for _ in range(SNAPSHOT_TRIES):
+        source = chosen or tf1.train.latest_checkpoint(train_dir)
+        if source is None:
+            raise UsageError(NO_CHECKPOINT.format(train_dir))
+        files = glob.glob(source + ".index") + glob.glob(source + ".data-*")
+        try:
+            if not any(path.endswith(".index") for path in files):
+                raise FileNotFoundError(source + ".index")
+            for path in files:
+                shutil.copy(path, destination)
+        except FileNotFoundError:
+            if chosen:
+                raise UsageError(f"checkpoint {chosen} does not exist (no {chosen}.index)") from None
+            time.sleep(0.5)
+            continue
+        prefix = os.path.join(destination, os.path.basename(source))
+        step = source.rsplit("-", 1)[-1]
+        return prefix, int(step) if step.isdigit() else 0
+    raise UsageError(f"checkpoints in {train_dir} kept disappearing while being copied; try again")
+
+
+class Agent:
+    """The run's global policy (and predictor) in a graph of its own, restored from a checkpoint."""
+
+    def __init__(self, env, run, config, checkpoint):
+        from a3c import build_networks, global_step_variable
+
+        tf1 = import_tf()
+        self.graph = tf1.Graph()
+        self.config = config
+        with self.graph.as_default():
+            with tf1.variable_scope("global"):
+                self.policy, self.predictor = build_networks(env, config, run.get("design_head"), run["unsup"])
+                global_step_variable()
+            variables = tf1.global_variables()
+            shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
+            missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
+            if missing:
+                raise UsageError(f"checkpoint {checkpoint} does not fit this run's model (missing or reshaped: "
+                                 f"{', '.join(missing[:3])}...); is it from another run?")
+            self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(
+                intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
+            tf1.train.Saver(variables).restore(self.session, checkpoint)
+        self.state = None
+
+    def reset(self):
+        self.state = self.policy.initial_state()
+
+    def act(self, observation, greedy):
+        actions, _, self.state = self.policy.act(self.session, [observation], self.state, greedy=greedy)
+        return int(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        if self.predictor is None:
+            return 0.0
+        feed = self.predictor.feed([observation], [next_observation], [action])
+        return self.config.prediction_beta * float(self.session.run(self.predictor.bonus_per_step, feed)[0])
+
+    def close(self):
+        self.session.close()
+
+
+def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None):
+    """One episode: {reward, length, bonus, success, distance, ...}, and the frames and inputs when asked."""
+    observation, info = env.reset(seed=seed)
+    if agent is not None:
+        agent.reset()
+    frames = [env.render()] if record else []
+    inputs = [observation] if record_signal else []
+    episode = {"reward": 0.0, "length": 0, "bonus": 0.0}
+    game, visits = {}, []
+    for _ in range(max_steps):
+        action = int(rng.integers(env.action_space.n)) if agent is None else agent.act(observation, greedy)
+        next_observation, _, terminated, truncated, info = env.step(action)
+        if agent is not None:
+            episode["bonus"] += agent.bonus(observation, next_observation, action)
+        episode["reward"] += info.get("env_reward", 0.0)
+        episode["length"] += 1
+        for key in envs.GAME_METRICS:
+            if key in info:
+                game[key] = max(float(info[key]), game.get(key, -np.inf)) if key == "distance" else float(info[key])
+        if "position_x" in info and episode["length"] % envs.VISIT_EVERY == 1:
+            visits.append((float(info["position_x"]), float(info["position_y"])))
+        observation = next_observation
+        if record:
+            frames.append(env.render())
+        if record_signal:
+            inputs.append(observation)
+        if terminated or truncated:
+            break
+    episode["truncated"] = not terminated
+    if "success" in game:
+        episode["success"] = bool(game["success"])
+    if "distance" in game:
+        episode["distance"] = game["distance"]
+    episode["visits"] = visits
+    return episode, frames, inputs
+
+
+def write_video(path, frames, fps):
+    """MP4 (H.264 through imageio-ffmpeg's bundled ffmpeg) or GIF, chosen by the file's extension."""
+    import imageio.v2 as imageio
+
+    frames = [np.ascontiguousarray(frame, dtype=np.uint8) for frame in frames]
+    if path.endswith(".gif"):
+        imageio.mimsave(path, frames, duration=1000.0 / fps, loop=0)
+    else:
+        with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=2, quality=8) as writer:
+            for frame in frames:
+                writer.append_data(frame)
+
+
+def signal_frames(inputs):
+    """The newest channel of each 42x42 input, as gray RGB frames SIGNAL_UPSCALE times larger."""
+    frames = []
+    for observation in inputs:
+        newest = (np.asarray(observation)[..., -1] * 255).clip(0, 255).astype(np.uint8)
+        big = np.kron(newest, np.ones((SIGNAL_UPSCALE, SIGNAL_UPSCALE), np.uint8))
+        frames.append(np.stack([big] * 3, axis=-1))
+    return frames
+
+
+def summarise(episodes):
+    rewards = [episode["reward"] for episode in episodes]
+    summary = {"episodes": len(episodes), "mean_reward": float(np.mean(rewards)), "min_reward": float(min(rewards)),
+               "max_reward": float(max(rewards)), "mean_length": float(np.mean([e["length"] for e in episodes])),
+               "mean_bonus": float(np.mean([e["bonus"] for e in episodes]))}
+    if any("success" in episode for episode in episodes):
+        summary["success_rate"] = float(np.mean([episode.get("success", False) for episode in episodes]))
+    if any("distance" in episode for episode in episodes):
+        summary["mean_distance"] = float(np.mean([episode.get("distance", 0.0) for episode in episodes]))
+    return summary
+
+
+def write_visits(path, episodes):
+    """The positions of every episode, in the runs' visits_<i>.csv format, so plots.py can map them."""
+    rows = [(index, x, y) for index, episode in enumerate(episodes, 1) for x, y in episode.pop("visits")]
+    if rows:
+        with open(path, "w") as handle:
+            handle.write("global_step,worker,episode,x,y\n")
+            handle.writelines(f"0,0,{index},{x:.1f},{y:.1f}\n" for index, x, y in rows)
+
+
+def describe(index, episode):
+    parts = [f"episode {index}: reward {episode['reward']:.4g}", f"length {episode['length']}",
+             f"bonus {episode['bonus']:.4g}"]
+    if "success" in episode:
+        parts.append("success" if episode["success"] else "no success")
+    if "distance" in episode:
+        parts.append(f"distance {episode['distance']:.0f}")
+    return ", ".join(parts)
+
+
+def make_env(args, run, record):
+    env_id = args.env_id or run["env_id"]
+    return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None)
+
+
+def evaluate(args, run, config, env, checkpoint, out, quiet=False):
+    """Play args.episodes episodes; write videos and inputs into `out`; return (summary, episodes)."""
+    agent = None if args.random else Agent(env, run, config, checkpoint)
+    rng = np.random.default_rng(args.seed)
+    fps = args.fps or PLAYBACK_FPS.get(envs.env_family(args.env_id or run["env_id"]), 30)
+    episodes = []
+    try:
+        for index in range(1, args.episodes + 1):
+            episode, frames, inputs = play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
+                                                   args.record_signal, seed=args.seed + index)
+            if args.record:
+                episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
+                write_video(episode["video"], frames, fps)
+            if args.record_signal:
+                episode["signal"] = os.path.join(out, f"episode_{index}_signal.npz")
+                np.savez_compressed(episode["signal"], observations=np.asarray(inputs, np.float16))
+                write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"),
+                            signal_frames(inputs), fps)
+            episodes.append(episode)
+            if not quiet:
+                print(describe(index, episode), flush=True)
+    finally:
+        if agent is not None:
+            agent.close()
+    return summarise(episodes), episodes
+
+
+def play(args):
+    run, config = run_settings(args.log_dir)
+    out = args.out or os.path.join(args.log_dir, "demo")
+    os.makedirs(out, exist_ok=True)
+    env = make_env(args, run, args.record)
+    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    if not args.random and not args.checkpoint and not os.path.exists(os.path.join(train_dir, "checkpoint")):
+        raise UsageError(NO_CHECKPOINT.format(train_dir))  # said before TensorFlow's start-up noise
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoint, step = (None, None) if args.random else snapshot_checkpoint(
+            import_tf(), train_dir, args.checkpoint, scratch)
+        policy = "random" if args.random else ("greedy" if args.greedy else "sampled")
+        print(f"{args.env_id or run['env_id']}: {policy} policy"
+              + (f", checkpoint at global step {step}" if step is not None else ""), flush=True)
+        summary, episodes = evaluate(args, run, config, env, checkpoint, out)
+    env.close()
+    write_visits(os.path.join(out, "visits.csv"), episodes)
+    summary.update({"env_id": args.env_id or run["env_id"], "policy": policy, "global_step": step,
+                    "checkpoint": args.checkpoint or (os.path.basename(checkpoint) if checkpoint else None),
+                    "episode_details": episodes})
+    path = os.path.join(out, "summary.json")
+    with open(path, "w") as handle:
+        json.dump(summary, handle, indent=2)
+    rate = f", success rate {summary['success_rate']:.2f}" if "success_rate" in summary else ""
+    print(f"mean reward {summary['mean_reward']:.4g} (min {summary['min_reward']:.4g}, max "
+          f"{summary['max_reward']:.4g}) over {summary['episodes']} episodes{rate}; wrote {path}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s demo %(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        if args.watch:
+            watch(args)
+        else:
+            play(args)
+        return 0
+    except (UsageError, constants.ConfigError, envs.EnvError) as error:
+        print(f"demo.py: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def read_evaluations(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def keep_best(tf1, checkpoint, best_dir, summary, step):
+    """Replace the copy in `best_dir` by this checkpoint (a private snapshot, so training is not touched)."""
+    shutil.rmtree(best_dir, ignore_errors=True)
+    os.makedirs(best_dir)
+    for path in glob.glob(checkpoint + ".*"):
+        shutil.copy(path, best_dir)
+    prefix = os.path.join(best_dir, os.path.basename(checkpoint))
+    tf1.train.update_checkpoint_state(best_dir, prefix)
+    with open(os.path.join(best_dir, "best.json"), "w") as handle:
+        json.dump(dict(summary, global_step=step), handle, indent=2)
+
+
+def watch(args):
+    """Evaluate each new checkpoint at least args.every global steps after the last evaluated one, until
+    stopped: a row in eval.csv, global/eval_* summaries in <log-dir>/eval, the best checkpoint kept."""
+    tf1 = import_tf()
+    while constants.read_run_config(args.log_dir) is None:  # started with the workers, before they write it
+        time.sleep(args.poll_seconds)
+    run, config = run_settings(args.log_dir)
+    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    out = args.out or os.path.join(args.log_dir, "eval")
+    os.makedirs(out, exist_ok=True)
+    eval_path = os.path.join(args.log_dir, EVAL_FILE)
+    earlier = read_evaluations(eval_path)
+    last_step = max((int(row["global_step"]) for row in earlier), default=None)
+    best = max((float(row["mean_reward"]) for row in earlier), default=-np.inf)
+    env = make_env(args, run, args.record)
+    writer = tf1.summary.FileWriter(out)
+    logger.info("evaluating %d episodes every %d global steps from %s", args.episodes, args.every, train_dir)
+    while True:
+        latest = tf1.train.latest_checkpoint(train_dir)
+        step = int(latest.rsplit("-", 1)[-1]) if latest else None
+        if step is not None and (last_step is None or step >= last_step + args.every):
+            with tempfile.TemporaryDirectory() as scratch:
+                checkpoint, step = snapshot_checkpoint(tf1, train_dir, None, scratch)
+                summary, episodes = evaluate(args, run, config, env, checkpoint, out, quiet=True)
+                for episode in episodes:
+                    episode.pop("visits")
+                append_evaluation(eval_path, step, summary, os.path.basename(checkpoint))
+                write_eval_summaries(tf1, writer, step, summary)
+                if summary["mean_reward"] > best:
+                    best = summary["mean_reward"]
+                    keep_best(tf1, checkpoint, os.path.join(args.log_dir, BEST_SUBDIR), summary, step)
+            logger.info("global step %d: mean reward %.4g over %d episodes (best %.4g)", step,
+                        summary["mean_reward"], summary["episodes"], best)
+            last_step = step
+        time.sleep(args.poll_seconds)
+
+
+def append_evaluation(path, step, summary, checkpoint):
+    is_new = not os.path.exists(path)
+    with open(path, "a", newline="") as handle:
+        writer = csv.writer(handle)
+        if is_new:
+            writer.writerow(EVAL_COLUMNS)
+        writer.writerow([step, f"{time.time():.3f}", summary["episodes"], f"{summary['mean_reward']:.6g}",
+                         f"{summary['min_reward']:.6g}", f"{summary['max_reward']:.6g}",
+                         f"{summary['success_rate']:.4g}" if "success_rate" in summary else "",
+                         f"{summary['mean_distance']:.6g}" if "mean_distance" in summary else "", checkpoint])
+
+
+def write_eval_summaries(tf1, writer, step, summary):
+    values = {"global/eval_reward_mean": summary["mean_reward"], "global/eval_reward_min": summary["min_reward"],
+              "global/eval_reward_max": summary["max_reward"], "global/eval_length": summary["mean_length"]}
+    if "success_rate" in summary:
+        values["global/eval_success_rate"] = summary["success_rate"]
+    if "mean_distance" in summary:
+        values["global/eval_distance"] = summary["mean_distance"]
+    writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(tag=tag, simple_value=value)
+                                          for tag, value in values.items()]), step)
+    writer.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+#!/usr/bin/env python
+"""Learning curves and visitation maps from log directories, as PNG files.
+
+    python plots.py tmp/doom --out tmp/plots                                       # one run
+    python plots.py icm=tmp/icm-s0,tmp/icm-s1,tmp/icm-s2 a3c=tmp/a3c-s0,tmp/a3c-s1 --out tmp/plots
+
+Each argument is a configuration: LABEL=DIR[,DIR...] (several seeds of it) or a single DIR (labelled by its
+name). Seeds of one configuration are drawn as their mean with the min-max band, configurations side by side,
+like the paper's Figure 5. Writes into --out:
+  reward_vs_steps.png, reward_vs_time.png  the game's reward per episode (moving average) against global steps
+                                           and against wall-clock minutes
+  bonus_vs_steps.png                       the curiosity bonus per episode
+  success_vs_steps.png                     the success rate (Doom: reached the vest; Mario: the flag)
+  distance_vs_steps.png                    Mario: the distance reached per episode
+  eval_vs_steps.png                        the evaluation process's mean reward (train.py --eval-every)
+  visits_<label>.png                       Doom: where the agent went (a heatmap over the map), per configuration
+  curves.json                              the numbers behind every curve
+Figures with nothing to show (no bonus, no success column, ...) are skipped and say so.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+
+import envs
+
+FIGURE_SIZE = (8, 5)  # inches; at DPI below: 800x500 pixels
+DPI = 100
+GRID_POINTS = 200  # seeds are interpolated onto this many global steps before they are averaged
+VISIT_CELL = 16.0  # map units per heatmap cell
+
+
+def parse_groups(specs):
+    """['icm=a,b', 'c'] -> {'icm': ['a', 'b'], 'c': ['c']}; PlotError for a folder that is not a run."""
+    groups = {}
+    for spec in specs:
+        label, _, dirs = spec.rpartition("=") if "=" in spec else (None, "", spec)
+        dirs = [path for path in dirs.split(",") if path]
+        label = label or os.path.basename(os.path.normpath(dirs[0]))
+        for path in dirs:
+            if not glob.glob(os.path.join(path, "episodes_*.csv")) and not glob.glob(os.path.join(path, "visits*.csv")):
+                raise PlotError(f"{path} has no episodes_*.csv or visits*.csv: is it a run's --log-dir?")
+        groups[label] = dirs
+    return groups
+
+
+class PlotError(ValueError):
+    pass
+
+
+def read_csvs(pattern):
+    rows = []
+    for path in sorted(glob.glob(pattern)):
+        with open(path, newline="") as handle:
+            rows += list(csv.DictReader(handle))
+    return rows
+
+
+def episode_series(log_dir, column, smooth):
+    """(global steps, wall minutes, trailing mean of `column` over `smooth` episodes) of one run, by step."""
+    rows = [row for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
+    if not rows:
+        return None
+    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    steps = np.array([int(row["global_step"]) for row in rows], float)
+    times = np.array([float(row["wall_time"]) for row in rows])
+    values = np.array([float(row[column]) for row in rows])
+    return steps, (times - times.min()) / 60.0, trailing_mean(values, smooth)
+
+
+def trailing_mean(values, window):
+    """Mean of the last `window` values at each point (fewer at the start)."""
+    sums = np.cumsum(np.concatenate([[0.0], values]))
+    counts = np.minimum(np.arange(1, len(values) + 1), window)
+    ends = np.arange(1, len(values) + 1)
+    return (sums[ends] - sums[ends - counts]) / counts
+
+
+def aggregate(series):
+    """Seeds on a common grid up to the shortest run: (grid, mean, min, max)."""
+    end = min(x[-1] for x, _ in series)
+    start = max(x[0] for x, _ in series)
+    grid = np.linspace(start, end, GRID_POINTS) if end > start else np.array([start])
+    curves = np.array([np.interp(grid, x, y) for x, y in series])
+    return grid, curves.mean(0), curves.min(0), curves.max(0)
+
+
+def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes"):
+    """One figure of `column` against global steps (axis 'steps') or minutes ('time'); its data, or None."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = {}
+    for label, dirs in groups.items():
+        series = []
+        for log_dir in dirs:
+            if source == "eval":
+                found = eval_series(log_dir)
+            else:
+                found = episode_series(log_dir, column, smooth)
+            if found is not None:
+                steps, minutes, values = found
+                series.append((steps if axis == "steps" else minutes, values))
+        if series:
+            grid, mean, low, high = aggregate(series)
+            data[label] = {"x": grid.tolist(), "mean": mean.tolist(), "min": low.tolist(), "max": high.tolist(),
+                           "runs": len(series)}
+    if not data:
+        return None
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    for label, curve in data.items():
+        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})")
+        if curve["runs"] > 1:
+            axes.fill_between(curve["x"], curve["min"], curve["max"], color=line.get_color(), alpha=0.2)
+    axes.set_xlabel("global steps" if axis == "steps" else "wall-clock minutes")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return data
+
+
+def eval_series(log_dir):
+    rows = read_csvs(os.path.join(log_dir, "eval.csv"))
+    if not rows:
+        return None
+    steps = np.array([int(row["global_step"]) for row in rows], float)
+    times = np.array([float(row["wall_time"]) for row in rows])
+    return steps, (times - times.min()) / 60.0, np.array([float(row["mean_reward"]) for row in rows])
+
+
+def visits_figure(label, dirs, path):
+    """A heatmap of the logged positions, over MyWayHome's walls when the positions are on that map."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    rows = []
+    for log_dir in dirs:
+        rows += read_csvs(os.path.join(log_dir, "visits*.csv"))
+    if not rows:
+        return None
+    points = np.array([[float(row["x"]), float(row["y"])] for row in rows])
+    walls = doom_walls(dirs)
+    corners = walls.reshape(-1, 2) if walls is not None else points
+    low, high = corners.min(0) - VISIT_CELL, corners.max(0) + VISIT_CELL
+    bins = np.maximum(((high - low) / VISIT_CELL).astype(int), 1)
+    counts, x_edges, y_edges = np.histogram2d(points[:, 0], points[:, 1], bins=bins, range=[(low[0], high[0]),
+                                                                                          (low[1], high[1])])
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    masked = np.ma.masked_equal(counts.T, 0)
+    image = axes.pcolormesh(x_edges, y_edges, masked, cmap="inferno", norm=LogNorm(vmin=1, vmax=max(counts.max(), 1)))
+    if walls is not None:
+        for (x0, y0), (x1, y1) in walls:
+            axes.plot([x0, x1], [y0, y1], color="0.3", linewidth=1)
+    figure.colorbar(image, ax=axes, label=f"visits (one position every few steps, {len(points):,} in all)")
+    axes.set_aspect("equal")
+    axes.set_title(f"{label}: where the agent went")
+    axes.set_xlabel("x (map units)")
+    axes.set_ylabel("y (map units)")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return {"positions": len(points), "cells_visited": int((counts > 0).sum())}
+
+
+def doom_walls(dirs):
+    """MyWayHome's wall segments when the runs are on one of its variants, else None."""
+    for log_dir in dirs:
+        record = {}
+        config_path = os.path.join(log_dir, "config.json")
+        if os.path.exists(config_path):
+            with open(config_path) as handle:
+                record = json.load(handle)
+        summary_path = os.path.join(log_dir, "summary.json")  # demo.py's output folder
+        if not record and os.path.exists(summary_path):
+            with open(summary_path) as handle:
+                record = {"run": {"env_id": json.load(handle).get("env_id")}}
+        if record.get("run", {}).get("env_id") in envs.DOOM_VARIANTS:
+            return envs.doom_map().walls
+    return None
+
+
+FIGURES = [  # file, column, axis, y label, title, source
+    ("reward_vs_steps.png", "env_reward", "steps", "game reward per episode", "Reward (moving average)", "episodes"),
+    ("reward_vs_time.png", "env_reward", "time", "game reward per episode", "Reward (moving average)", "episodes"),
+    ("bonus_vs_steps.png", "bonus", "steps", "curiosity bonus per episode", "Curiosity bonus", "episodes"),
+    ("success_vs_steps.png", "success", "steps", "success rate", "Success rate (moving average)", "episodes"),
+    ("distance_vs_steps.png", "distance", "steps", "distance reached", "Distance reached per episode (moving "
+     "average)", "episodes"),
+    ("eval_vs_steps.png", None, "steps", "mean reward of an evaluation", "Evaluation", "eval"),
+]
+
+
+def make_plots(groups, out, smooth):
+    """Write every figure that has data; return {file: data} (also written as curves.json)."""
+    os.makedirs(out, exist_ok=True)
+    written = {}
+    for name, column, axis, ylabel, title, source in FIGURES:
+        if column == "bonus" and not any(has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
+            continue
+        data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source)
+        if data is not None:
+            written[name] = data
+    for label, dirs in groups.items():
+        name = f"visits_{label}.png"
+        data = visits_figure(label, dirs, os.path.join(out, name))
+        if data is not None:
+            written[name] = data
+    with open(os.path.join(out, "curves.json"), "w") as handle:
+        json.dump(written, handle)
+    return written
+
+
+def has_bonus(log_dir):
+    return any(float(row["bonus"]) != 0.0 for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="LABEL=DIR[,DIR...] or DIR")
+    parser.add_argument("--out", default=os.path.join("tmp", "plots"))
+    parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving average")
+    args = parser.parse_args(argv)
+    if args.smooth < 1:
+        parser.error(f"--smooth must be at least 1, got {args.smooth}")
+    try:
+        written = make_plots(parse_groups(args.runs), args.out, args.smooth)
+    except PlotError as error:
+        print(f"plots.py: error: {error}", file=sys.stderr)
+        return 2
+    skipped = [name for name, *_ in FIGURES if name not in written]
+    for name in written:
+        print(os.path.join(args.out, name))
+    if skipped:
+        print(f"(nothing to draw for {', '.join(skipped)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""Live status of a run: is every worker alive, how fast is it going, how is it doing.
+
+    python status.py --log-dir tmp/doom            # print once
+    python status.py --log-dir tmp/doom --watch    # refresh every 2 s (the tmux window 'status' runs this)
+
+Reads what the run writes anyway: each worker's heartbeat (<log-dir>/status_<i>.json, rewritten every 2 s
+while it trains), the episode CSVs, eval.csv and config.json. A worker whose heartbeat is older than
+--stale-seconds is marked STALE: hung, or dead. Imports no TensorFlow, so it starts at once.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import sys
+import time
+
+RECENT_EPISODES = 20  # the recent mean reward and bonus are over this many latest episodes of all workers
+STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (workers beat every 2 s; an update
+#                       of a slow game can take a few seconds, a checkpoint save longer)
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def read_rows(path):
+    try:
+        with open(path, newline="") as handle:
+            return list(csv.DictReader(handle))
+    except OSError:
+        return []
+
+
+def collect(log_dir, now=None, stale_seconds=STALE_SECONDS):
+    """Everything the view shows, as a dict (pure apart from reading the log directory)."""
+    now = time.time() if now is None else now
+    config = read_json(os.path.join(log_dir, "config.json")) or {}
+    workers = []
+    for path in glob.glob(os.path.join(log_dir, "status_*.json")):
+        beat = read_json(path)
+        if beat is None:
+            continue
+        age = now - beat.get("time", 0.0)
+        state = beat.get("state", "?")
+        if state == "training" and age > stale_seconds:
+            state = "STALE"
+        workers.append(dict(beat, age=age, state=state))
+    workers.sort(key=lambda worker: worker["task"])
+    episodes = []
+    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
+        episodes += read_rows(path)
+    episodes.sort(key=lambda row: float(row["wall_time"]))
+    recent = episodes[-RECENT_EPISODES:]
+    training = [worker for worker in workers if worker["state"] == "training"]
+    status = {
+        "log_dir": log_dir, "env_id": config.get("run", {}).get("env_id"), "unsup": config.get("run", {}).get("unsup"),
+        "global_step": max([worker.get("global_step", 0) for worker in workers]
+                           + [int(row["global_step"]) for row in episodes[-1:]], default=0),
+        "max_global_steps": max((worker.get("max_global_steps", 0) for worker in workers), default=0),
+        "steps_per_sec": sum(worker.get("steps_per_sec", 0.0) for worker in training),
+        "episodes": len(episodes), "workers": workers,
+        "stale": [worker["task"] for worker in workers if worker["state"] == "STALE"],
+    }
+    if recent:
+        status["recent_reward"] = sum(float(row["reward"]) for row in recent) / len(recent)
+        status["recent_bonus"] = sum(float(row["bonus"]) for row in recent) / len(recent)
+        successes = [float(row["success"]) for row in recent if row.get("success")]
+        if successes:
+            status["recent_success"] = sum(successes) / len(successes)
+    evaluations = read_rows(os.path.join(log_dir, "eval.csv"))
+    if evaluations:
+        status["last_eval"] = evaluations[-1]
+        status["best_eval"] = max(evaluations, key=lambda row: float(row["mean_reward"]))
+    return status
+
+
+def render(status, tensorboard_port=None):
+    """The status as text, one screen."""
+    lines = [f"run {status['log_dir']}   env {status['env_id']}   curiosity {status['unsup']}"
+             + (f"   TensorBoard http://127.0.0.1:{tensorboard_port}" if tensorboard_port else "")]
+    total = status["max_global_steps"]
+    progress = f" / {total:,} ({100.0 * status['global_step'] / total:.2f}%)" if total else ""
+    lines.append(f"global step {status['global_step']:,}{progress}   {status['steps_per_sec']:,.0f} steps/s in all   "
+                 f"{status['episodes']:,} episodes")
+    if "recent_reward" in status:
+        line = (f"last {min(status['episodes'], RECENT_EPISODES)} episodes: mean reward {status['recent_reward']:.4g}"
+                f"   mean bonus {status['recent_bonus']:.4g}")
+        if "recent_success" in status:
+            line += f"   success rate {status['recent_success']:.2f}"
+        lines.append(line)
+    lines.append("")
+    lines.append(f"{'worker':<8}{'state':<10}{'global step':>13}{'steps/s':>9}{'episodes':>10}{'last update':>14}")
+    for worker in status["workers"]:
+        note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
+        lines.append(f"{'w-' + str(worker['task']):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
+                     f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
+                     f"{worker['age']:>12.0f} s ago{note}")
+    if not status["workers"]:
+        lines.append("(no worker has reported yet: they write status_<i>.json once they train)")
+    if "last_eval" in status:
+        last, best = status["last_eval"], status["best_eval"]
+        lines.append("")
+        lines.append(f"evaluation at step {int(last['global_step']):,}: mean reward {float(last['mean_reward']):.4g}"
+                     f"   best {float(best['mean_reward']):.4g} at step {int(best['global_step']):,} (kept in best/)")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log-dir", required=True)
+    parser.add_argument("--watch", action="store_true", help="refresh until interrupted")
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch")
+    parser.add_argument("--stale-seconds", type=float, default=STALE_SECONDS)
+    parser.add_argument("--tensorboard-port", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.interval <= 0 or args.stale_seconds <= 0:
+        parser.error("--interval and --stale-seconds must be positive")
+    if not os.path.isdir(args.log_dir):
+        print(f"status.py: error: {args.log_dir} does not exist: is it a run's --log-dir?", file=sys.stderr)
+        return 2
+    try:
+        while True:
+            text = render(collect(args.log_dir, stale_seconds=args.stale_seconds), args.tensorboard_port)
+            if not args.watch:
+                print(text)
+                return 0
+            print("\033[H\033[J" + time.strftime("%H:%M:%S ") + text, flush=True)
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Seeing and judging agents: playback with video, periodic evaluation, plots, the Doom visitation map, status.
+
+The runs are real: train.py in child mode trains CartPole (and a short Doom run) for a few thousand steps, and
+the commands read what those runs wrote."""
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import ROOT
+from test_distributed import FAST, free_exp_id
+
+import plots
+import status
+
+tf1 = tf.compat.v1
+
+
+def train_run(log_dir, env_id, workers, max_steps, exp_id, *extra):
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
+            "--env-id", env_id, "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard",
+            "--set", f"max_global_steps={max_steps}", *FAST, *extra]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return log_dir
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    """A3C + ICM on CartPole, 2 workers, 6000 steps, evaluated every 1000 steps while it trains."""
+    log_dir = tmp_path_factory.mktemp("analysis") / "cartpole"
+    return train_run(log_dir, "CartPole-v1", 2, 6000, free_exp_id(2, 460), "--unsup", "action",
+                     "--eval-every", "1000", "--eval-episodes", "2")
+
+
+@pytest.fixture(scope="module")
+def doom_run(tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("analysis") / "doom"
+    return train_run(log_dir, "doomSparse", 1, 1500, free_exp_id(1, 470))
+
+
+def demo(*argv):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), *map(str, argv)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_playback_records_a_video_that_decodes_with_one_frame_per_step(cartpole_run, tmp_path):
+    result = demo("--log-dir", cartpole_run, "--episodes", "2", "--greedy", "--record", "--record-signal",
+                  "--out", tmp_path, "--max-steps", "60")
+    assert result.returncode == 0, result.stderr
+    assert "greedy policy, checkpoint at global step" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["policy"] == "greedy" and summary["global_step"] >= 6000 and summary["episodes"] == 2
+    for index, episode in enumerate(summary["episode_details"], 1):
+        assert f"episode {index}: reward {episode['reward']:.4g}, length {episode['length']}" in result.stdout
+        video = iio.imread(tmp_path / f"episode_{index}.mp4")
+        assert video.shape == (episode["length"] + 1, 400, 600, 3), "the first frame, then one per step"
+        assert video.std() > 10, "the video shows the cart, not a blank screen"
+        signal = np.load(tmp_path / f"episode_{index}_signal.npz")["observations"]
+        assert signal.shape == (episode["length"] + 1, 4)  # CartPole's inputs are its 4 numbers
+        assert episode["bonus"] > 0, "the run's curiosity module scores the steps"
+
+
+def test_playback_sampled_and_random_policies(cartpole_run, tmp_path):
+    sampled = demo("--log-dir", cartpole_run, "--episodes", "3", "--out", tmp_path / "sampled")
+    random = demo("--log-dir", cartpole_run, "--episodes", "3", "--random", "--out", tmp_path / "random",
+                  "--video-format", "gif", "--record")
+    assert sampled.returncode == 0 and random.returncode == 0, sampled.stderr + random.stderr
+    assert "sampled policy" in sampled.stdout and "random policy" in random.stdout
+    summary = json.loads((tmp_path / "random" / "summary.json").read_text())
+    frames = iio.imread(tmp_path / "random" / "episode_1.gif")  # GIF merges identical consecutive frames
+    assert 2 <= len(frames) <= summary["episode_details"][0]["length"] + 1 and frames.shape[1:] == (400, 600, 3)
+    assert summary["mean_reward"] < 100, "a random CartPole agent falls within a few dozen steps"
+
+
+def test_playback_without_a_checkpoint_is_a_one_line_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"run": {"env_id": "CartPole-v1", "unsup": "none"},
+                                                      "hyperparameters": {}}))
+    result = demo("--log-dir", tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "demo.py: error: no checkpoint in" in result.stderr and "--random" in result.stderr
+
+
+def test_evaluation_rows_appear_while_training_and_the_best_checkpoint_is_kept(cartpole_run):
+    with open(cartpole_run / "eval.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows, "the evaluation process evaluated at least one checkpoint while the run trained"
+    steps = [int(row["global_step"]) for row in rows]
+    assert steps == sorted(steps) and all(later - earlier >= 1000 for earlier, later in zip(steps, steps[1:]))
+    best = json.loads((cartpole_run / "best" / "best.json").read_text())
+    assert best["mean_reward"] == max(float(row["mean_reward"]) for row in rows)
+    restored = tf1.train.NewCheckpointReader(tf1.train.latest_checkpoint(str(cartpole_run / "best")))
+    assert restored.get_tensor("global/global_step") == best["global_step"]
+    tags = set()
+    for path in glob.glob(str(cartpole_run / "eval" / "events.out.tfevents.*")):
+        for event in tf1.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    assert {"global/eval_reward_mean", "global/eval_reward_min", "global/eval_reward_max"} <= tags
+
+
+def test_plots_write_pngs_whose_curves_match_the_csv(cartpole_run, tmp_path):
+    written = plots.make_plots({"icm": [str(cartpole_run)]}, str(tmp_path), smooth=5)
+    for name in ("reward_vs_steps.png", "reward_vs_time.png", "bonus_vs_steps.png", "eval_vs_steps.png"):
+        image = iio.imread(tmp_path / name)
+        assert image.shape[:2] == (500, 800), name
+    rows = []
+    for path in glob.glob(str(cartpole_run / "episodes_*.csv")):
+        with open(path) as handle:
+            rows += list(csv.DictReader(handle))
+    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    steps = np.array([int(row["global_step"]) for row in rows], float)
+    rewards = np.array([float(row["env_reward"]) for row in rows])
+    smoothed = [rewards[max(0, i - 4):i + 1].mean() for i in range(len(rewards))]
+    curve = json.loads((tmp_path / "curves.json").read_text())["reward_vs_steps.png"]["icm"]
+    assert curve == written["reward_vs_steps.png"]["icm"] and curve["runs"] == 1
+    assert np.allclose(curve["mean"], np.interp(curve["x"], steps, smoothed))
+    assert curve["x"][0] == steps[0] and curve["x"][-1] == steps[-1]
+
+
+def test_plots_compare_configurations_with_seeds_as_mean_and_band(cartpole_run, tmp_path):
+    data = plots.make_plots({"a": [str(cartpole_run)] * 2, "b": [str(cartpole_run)]}, str(tmp_path), smooth=5)
+    curves = data["reward_vs_steps.png"]
+    assert curves["a"]["runs"] == 2 and curves["b"]["runs"] == 1
+    assert curves["a"]["mean"] == curves["b"]["mean"], "two copies of one seed average to that seed"
+
+
+def test_plots_refuse_a_folder_that_is_not_a_run(tmp_path):
+    assert plots.main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_doom_visitation_map_from_a_short_run(doom_run, tmp_path):
+    with open(doom_run / "visits_0.csv") as handle:
+        visits = list(csv.DictReader(handle))
+    assert len(visits) > 100
+    data = plots.make_plots({"sparse": [str(doom_run)]}, str(tmp_path), smooth=5)
+    assert data["visits_sparse.png"]["positions"] == len(visits) and data["visits_sparse.png"]["cells_visited"] > 5
+    assert iio.imread(tmp_path / "visits_sparse.png").shape[:2] == (500, 800)
+    first = visits[0]
+    assert abs(float(first["x"]) - 240) < 40 and abs(float(first["y"]) + 176) < 40, "doomSparse starts west"
+
+
+def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tmp_path):
+    finished = status.collect(str(cartpole_run))
+    assert [worker["state"] for worker in finished["workers"]] == ["stopped", "stopped"]
+    assert finished["global_step"] >= 6000 and finished["episodes"] > 0 and "recent_reward" in finished
+    now = time.time()
+    for task, age in ((0, 1.0), (1, 300.0)):
+        beat = {"task": task, "pid": 1, "time": now - age, "state": "training", "global_step": 5000 + task,
+                "max_global_steps": 10000, "steps_per_sec": 100.0, "episodes": 3}
+        (tmp_path / f"status_{task}.json").write_text(json.dumps(beat))
+    live = status.collect(str(tmp_path), now=now)
+    assert live["stale"] == [1] and [worker["state"] for worker in live["workers"]] == ["training", "STALE"]
+    assert live["steps_per_sec"] == 100.0, "a stale worker's last rate is not counted"
+    text = status.render(live, tensorboard_port=6006)
+    assert "w-1     STALE" in text and "hung or dead" in text and "http://127.0.0.1:6006" in text
+    assert "global step 5,001 / 10,000 (50.01%)" in text
