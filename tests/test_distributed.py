@@ -95,6 +95,11 @@ def tmux_windows(session):
     return out.stdout.split() if out.returncode == 0 else []
 
 
+def tmux_pane(session, window):
+    out = subprocess.run(["tmux", "capture-pane", "-p", "-t", f"{session}:{window}"], capture_output=True, text=True)
+    return out.stdout
+
+
 def test_tmux_mode_windows_and_kill_script(tmp_path):
     log_dir = tmp_path / "run"
     session = f"test-{os.getpid()}"
@@ -108,7 +113,14 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
         while time.time() < deadline and not all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)):
             time.sleep(1)
         assert all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)), "workers did not start training"
-        assert len(train.run_processes(str(log_dir))) == 3
+        def scripts():
+            return sorted(os.path.basename(argv[1]) for argv in train.run_processes(str(log_dir)).values())
+
+        deadline = time.time() + 30  # the status window's shell may still be starting its command
+        while time.time() < deadline and ("w-1" not in tmux_pane(session, "status") or len(scripts()) < 4):
+            time.sleep(1)
+        assert scripts() == ["status.py"] + ["worker.py"] * 3
+        assert "w-0     training" in tmux_pane(session, "status") and "w-1" in tmux_pane(session, "status")
     finally:
         stop = subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, text=True, timeout=120)
     assert stop.returncode == 0, stop.stderr
