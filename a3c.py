@@ -296,6 +296,22 @@ def a3c_losses(logits, values, actions, advantages, returns):
 
 # ---------------------------------------------------------------- the trainer
 
+def keep_earlier_format(path, columns):
+    """A CSV written by an older version with other columns is moved aside (episodes_<i>.before-<n>.csv, still
+    read by plots.py and status.py), so that appending cannot misalign its rows."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as handle:
+        header = next(csv.reader(handle), None)
+    if header is not None and header != columns:
+        stem, suffix = os.path.splitext(path)
+        index = 1
+        while os.path.exists(f"{stem}.before-{index}{suffix}"):
+            index += 1
+        os.replace(path, f"{stem}.before-{index}{suffix}")
+        logger.info("%s had other columns; moved it to %s.before-%d%s", path, stem, index, suffix)
+
+
 class EpisodeLogger:
     """Writes each finished episode to TensorBoard (`global/episode_*`) and to `episodes_<task>.csv`."""
 
@@ -309,6 +325,7 @@ class EpisodeLogger:
         self.task = task
         self.summary_writer = summary_writer
         self.global_step_fn = global_step_fn
+        keep_earlier_format(self.path, self.COLUMNS)
         is_new = not os.path.exists(self.path)
         self.file = open(self.path, "a", newline="")  # appended on resume: earlier episodes are kept
         self.writer = csv.writer(self.file)

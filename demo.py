@@ -4,6 +4,7 @@
     python demo.py --log-dir tmp/doom --episodes 5 --record          # the latest checkpoint, sampled policy
     python demo.py --log-dir tmp/doom --greedy --env-id doomSparse    # the same weights, another start
     python demo.py --log-dir tmp/doom --random --episodes 20          # the random-agent baseline
+    python demo.py --log-dir tmp/random-mario --random --env-id mario  # a baseline without any run
     python demo.py --log-dir tmp/doom --watch --every 50000           # evaluate each new checkpoint (train.py
                                                                       # --eval-every starts this for you)
 
@@ -84,7 +85,7 @@ def run_settings(log_dir):
     record = constants.read_run_config(log_dir)
     if record is None:
         raise UsageError(f"{log_dir} has no {constants.CONFIG_FILE}: is it a run's log directory? A run writes "
-                         "it when its workers start")
+                         "it when its workers start (for the random baseline alone, give --random --env-id ID)")
     config = constants.apply_overrides(constants.Config(), [f"{key}={value}" for key, value in
                                                            record["hyperparameters"].items()])
     return record["run"], config
@@ -281,7 +282,10 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False):
 
 
 def play(args):
-    run, config = run_settings(args.log_dir)
+    if args.random and args.env_id and constants.read_run_config(args.log_dir) is None:
+        run, config = {"env_id": args.env_id, "unsup": "none"}, constants.Config()  # a baseline needs no run
+    else:
+        run, config = run_settings(args.log_dir)
     out = args.out or os.path.join(args.log_dir, "demo")
     os.makedirs(out, exist_ok=True)
     env = make_env(args, run, args.record)

@@ -455,4 +455,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `train.py ... | head`: the run is started; only the announcement was cut short
+        sys.stderr.close()
+        sys.exit(0)

@@ -152,3 +152,16 @@ def test_game_metrics_reach_the_episode_csv(tmp_path):
         rows = list(csv.DictReader(handle))
     assert rows[0]["distance"] == "90" and rows[0]["position_x"] == "2" and rows[0]["success"] == ""
     assert rows[1]["distance"] == "" and rows[1]["truncated"] == "1" and rows[1]["global_step"] == "123"
+
+
+def test_an_older_episode_csv_is_moved_aside_not_misaligned(tmp_path):
+    from a3c import EpisodeLogger, EpisodeTally
+
+    old = tmp_path / "episodes_0.csv"
+    old.write_text("global_step,wall_time,worker,reward\n10,1.0,0,2.5\n")
+    logger = EpisodeLogger(str(tmp_path), 0, None, lambda: 20)
+    logger(EpisodeTally().stats(truncated=False))
+    logger.close()
+    assert (tmp_path / "episodes_0.before-1.csv").read_text() == "global_step,wall_time,worker,reward\n10,1.0,0,2.5\n"
+    with open(old) as handle:
+        assert next(csv.reader(handle)) == EpisodeLogger.COLUMNS
