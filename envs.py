@@ -106,7 +106,7 @@ class DoomEnv(gym.Env):
     `info["engine_restarted"]`, so one crash does not kill the worker.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 35}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 35}
 
     def __init__(self, start=None, render_mode=None):
         self.vizdoom = import_family("doom")
@@ -125,7 +125,7 @@ class DoomEnv(gym.Env):
         vzd = self.vizdoom
         game = vzd.DoomGame()
         game.load_config(os.path.join(vzd.scenarios_path, MYWAYHOME + ".cfg"))
-        game.set_window_visible(False)
+        game.set_window_visible(self.render_mode == "human")  # --visualise; headless otherwise
         game.set_mode(vzd.Mode.PLAYER)
         game.set_screen_resolution(vzd.ScreenResolution.RES_160X120)
         game.set_screen_format(vzd.ScreenFormat.RGB24)
