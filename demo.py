@@ -324,6 +324,9 @@ def main(argv=None):
     except (UsageError, constants.ConfigError, envs.EnvError) as error:
         print(f"demo.py: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # an output folder that cannot be written
+        print(f"demo.py: error: {error.filename}: {error.strerror}; choose another --out", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -240,6 +240,9 @@ def main(argv=None):
     except PlotError as error:
         print(f"plots.py: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # an output folder that cannot be written
+        print(f"plots.py: error: {error.filename}: {error.strerror}; choose another --out", file=sys.stderr)
+        return 2
     skipped = [name for name, *_ in FIGURES if name not in written]
     for name in written:
         print(os.path.join(args.out, name))

@@ -161,3 +161,12 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
     text = status.render(live, tensorboard_port=6006)
     assert "w-1     STALE" in text and "hung or dead" in text and "http://127.0.0.1:6006" in text
     assert "global step 5,001 / 10,000 (50.01%)" in text
+
+
+def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "episodes_0.csv").write_text("global_step,wall_time,worker,reward,env_reward,bonus\n1,1.0,0,1,1,0\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert plots.main([str(tmp_path), "--out", str(blocker / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("plots.py: error: ") and error.count("\n") == 1 and "choose another --out" in error
