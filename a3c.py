@@ -17,7 +17,7 @@ import scipy.signal
 import tensorflow as tf
 
 from constants import CURIOSITY_CHOICES
-from envs import GAME_METRICS, VISIT_EVERY
+from envs import GAME_METRICS, VISITS_HEADER, GameRecord
 from model import LSTMPolicy, StateActionPredictor, StatePredictor
 
 tf1 = tf.compat.v1
@@ -153,20 +153,14 @@ class EpisodeTally:
         self.reward = self.env_reward = self.bonus = 0.0
         self.length = 0
         self.start = time.time()
-        self.game = {}
-        self.visits = []  # [(x, y)]: the player's position every VISIT_EVERY steps, for visitation maps
+        self.game = GameRecord()
 
     def observe(self, info):
-        for key in GAME_METRICS:
-            if key in info:
-                value = float(info[key])
-                self.game[key] = max(value, self.game.get(key, value)) if key == "distance" else value
-        if "position_x" in info and self.length % VISIT_EVERY == 1:
-            self.visits.append((float(info["position_x"]), float(info["position_y"])))
+        self.game.observe(info, self.length)
 
     def stats(self, truncated):
         return EpisodeStats(self.reward, self.length, time.time() - self.start, self.env_reward, truncated,
-                            self.bonus, dict(self.game), list(self.visits))
+                            self.bonus, dict(self.game.metrics), list(self.game.visits))
 
 
 def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
@@ -364,7 +358,7 @@ class EpisodeLogger:
             is_new = not os.path.exists(self.visits_path)
             self.visits_file = open(self.visits_path, "a", newline="")
             if is_new:
-                self.visits_file.write("global_step,worker,episode,x,y\n")
+                self.visits_file.write(VISITS_HEADER)
         self.visits_file.writelines(f"{global_step},{self.task},{self.episodes},{x:.1f},{y:.1f}\n" for x, y in visits)
         self.visits_file.flush()
 

@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 
 import constants  # noqa: E402
 import envs  # noqa: E402
+import status  # noqa: E402
 from worker import CHECKPOINT_SUBDIR, UsageError, checkpoint_shapes, import_tf  # noqa: E402
 
 logger = logging.getLogger("demo")
@@ -166,7 +167,7 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
     frames = [env.render()] if record else []
     inputs = [observation] if record_signal else []
     episode = {"reward": 0.0, "length": 0, "bonus": 0.0}
-    game, visits = {}, []
+    game = envs.GameRecord()
     for _ in range(max_steps):
         action = int(rng.integers(env.action_space.n)) if agent is None else agent.act(observation, greedy)
         next_observation, _, terminated, truncated, info = env.step(action)
@@ -174,11 +175,7 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
             episode["bonus"] += agent.bonus(observation, next_observation, action)
         episode["reward"] += info.get("env_reward", 0.0)
         episode["length"] += 1
-        for key in envs.GAME_METRICS:
-            if key in info:
-                game[key] = max(float(info[key]), game.get(key, -np.inf)) if key == "distance" else float(info[key])
-        if "position_x" in info and episode["length"] % envs.VISIT_EVERY == 1:
-            visits.append((float(info["position_x"]), float(info["position_y"])))
+        game.observe(info, episode["length"])
         observation = next_observation
         if record:
             frames.append(env.render())
@@ -187,11 +184,11 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
         if terminated or truncated:
             break
     episode["truncated"] = not terminated
-    if "success" in game:
-        episode["success"] = bool(game["success"])
-    if "distance" in game:
-        episode["distance"] = game["distance"]
-    episode["visits"] = visits
+    if "success" in game.metrics:
+        episode["success"] = bool(game.metrics["success"])
+    if "distance" in game.metrics:
+        episode["distance"] = game.metrics["distance"]
+    episode["visits"] = game.visits
     return episode, frames, inputs
 
 
@@ -235,7 +232,7 @@ def write_visits(path, episodes):
     rows = [(index, x, y) for index, episode in enumerate(episodes, 1) for x, y in episode.pop("visits")]
     if rows:
         with open(path, "w") as handle:
-            handle.write("global_step,worker,episode,x,y\n")
+            handle.write(envs.VISITS_HEADER)
             handle.writelines(f"0,0,{index},{x:.1f},{y:.1f}\n" for index, x, y in rows)
 
 
@@ -331,13 +328,6 @@ def main(argv=None):
         return 130
 
 
-def read_evaluations(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as handle:
-        return list(csv.DictReader(handle))
-
-
 def keep_best(tf1, checkpoint, best_dir, summary, step):
     """Replace the copy in `best_dir` by this checkpoint (a private snapshot, so training is not touched)."""
     shutil.rmtree(best_dir, ignore_errors=True)
@@ -361,7 +351,7 @@ def watch(args):
     out = args.out or os.path.join(args.log_dir, "eval")
     os.makedirs(out, exist_ok=True)
     eval_path = os.path.join(args.log_dir, EVAL_FILE)
-    earlier = read_evaluations(eval_path)
+    earlier = status.read_rows(eval_path)
     last_step = max((int(row["global_step"]) for row in earlier), default=None)
     best = max((float(row["mean_reward"]) for row in earlier), default=-np.inf)
     env = make_env(args, run, args.record)

@@ -40,9 +40,9 @@ STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a 
 # What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
 GAME_METRICS = ("success", "distance", "position_x", "position_y")
 VISIT_EVERY = 4  # where the game reports a position, one in this many steps is logged for visitation maps
+VISITS_HEADER = "global_step,worker,episode,x,y\n"  # visits_<i>.csv (workers) and visits.csv (demo.py)
 
 FAMILIES = ("doom", "mario", "atari", "gymnasium")
-EXTRA_OF_FAMILY = {"doom": "doom", "mario": "mario", "atari": "atari"}
 MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py"}
 
 SUPPORTED = ("doom, doomSparse, doomVerySparse and other ViZDoom scenarios by their gymnasium id (VizdoomBasic-v1, "
@@ -56,14 +56,31 @@ class EnvError(ValueError):
 
 
 def import_family(family):
-    """The family's game package, or EnvError naming the pip extra that provides it."""
+    """The family's game package, or EnvError naming the pip extra (named after the family) that provides it."""
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # the old `gym` that nes-py imports prints a banner
             return importlib.import_module(MODULE_OF_FAMILY[family])
     except ImportError as error:
-        raise EnvError(f"{family} environments need the '{EXTRA_OF_FAMILY[family]}' extra ({error}): "
-                       f"pip install -e '.[{EXTRA_OF_FAMILY[family]}]', or use make train / make test, which "
-                       "install every extra") from None
+        raise EnvError(f"{family} environments need the '{family}' extra ({error}): pip install -e '.[{family}]', "
+                       "or use make train / make test, which install every extra") from None
+
+
+class GameRecord:
+    """What a game reported over one episode: GAME_METRICS (the farthest distance; the latest value of the
+    others) and the player's position every VISIT_EVERY steps. Kept by the runner and by playback alike."""
+
+    def __init__(self):
+        self.metrics = {}
+        self.visits = []  # [(x, y)]
+
+    def observe(self, info, step):
+        """The `info` of the episode's `step`-th step (counting from 1)."""
+        for key in GAME_METRICS:
+            if key in info:
+                value = float(info[key])
+                self.metrics[key] = max(value, self.metrics.get(key, value)) if key == "distance" else value
+        if "position_x" in info and step % VISIT_EVERY == 1:
+            self.visits.append((float(info["position_x"]), float(info["position_y"])))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ like the paper's Figure 5. Writes into --out:
 Figures with nothing to show (no bonus, no success column, ...) are skipped and say so.
 """
 import argparse
-import csv
 import glob
 import json
 import os
@@ -27,6 +26,7 @@ import sys
 import numpy as np
 
 import envs
+import status
 
 FIGURE_SIZE = (8, 5)  # inches; at DPI below: 800x500 pixels
 DPI = 100
@@ -53,11 +53,7 @@ class PlotError(ValueError):
 
 
 def read_csvs(pattern):
-    rows = []
-    for path in sorted(glob.glob(pattern)):
-        with open(path, newline="") as handle:
-            rows += list(csv.DictReader(handle))
-    return rows
+    return [row for path in sorted(glob.glob(pattern)) for row in status.read_rows(path)]
 
 
 def episode_series(log_dir, column, smooth):
@@ -178,16 +174,9 @@ def visits_figure(label, dirs, path):
 def doom_walls(dirs):
     """MyWayHome's wall segments when the runs are on one of its variants, else None."""
     for log_dir in dirs:
-        record = {}
-        config_path = os.path.join(log_dir, "config.json")
-        if os.path.exists(config_path):
-            with open(config_path) as handle:
-                record = json.load(handle)
-        summary_path = os.path.join(log_dir, "summary.json")  # demo.py's output folder
-        if not record and os.path.exists(summary_path):
-            with open(summary_path) as handle:
-                record = {"run": {"env_id": json.load(handle).get("env_id")}}
-        if record.get("run", {}).get("env_id") in envs.DOOM_VARIANTS:
+        run = (status.read_json(os.path.join(log_dir, "config.json")) or {}).get("run", {})
+        summary = status.read_json(os.path.join(log_dir, "summary.json")) or {}  # demo.py's output folder
+        if (run.get("env_id") or summary.get("env_id")) in envs.DOOM_VARIANTS:
             return envs.doom_map().walls
     return None
 

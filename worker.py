@@ -71,15 +71,19 @@ def run_flags(args):
             "num_workers": len(args.worker_hosts.split(","))}
 
 
-def write_config(log_dir, args, preset, config):
-    """Atomically write `<log-dir>/config.json`: every effective hyper-parameter and the run's flags."""
-    record = {"run": run_flags(args), "preset": preset, "hyperparameters": config.to_dict(), "argv": sys.argv,
-              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    path = os.path.join(log_dir, constants.CONFIG_FILE)
+def write_json_atomically(path, record):
+    """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     os.replace(temporary, path)
+
+
+def write_config(log_dir, args, preset, config):
+    """`<log-dir>/config.json`: every effective hyper-parameter and the run's flags."""
+    record = {"run": run_flags(args), "preset": preset, "hyperparameters": config.to_dict(), "argv": sys.argv,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_json_atomically(os.path.join(log_dir, constants.CONFIG_FILE), record)
 
 
 def import_tf():
@@ -279,10 +283,7 @@ class Heartbeat:
         self.last = (now, trainer.steps_trained)
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes)
-        temporary = f"{self.path}.tmp"
-        with open(temporary, "w") as handle:
-            json.dump(self.record, handle)
-        os.replace(temporary, self.path)
+        write_json_atomically(self.path, self.record)
 
 
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,
