@@ -1,33 +1,31 @@
-# make train: set up .venv (first time only), check tmux, launch a run in tmux.
-# make test:  set up .venv (first time only), run the test suite.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV := .venv
+# make train: set up the virtual environment (first time only), check tmux, launch a run in tmux.
+# make test:  set up the virtual environment (first time only), run the test suite.
+# The Python is the newest of 3.13 / 3.12 / 3.11 found on the PATH or under pyenv, or PYTHON=... (tools/venv.sh).
+PYTHON ?=
+VENV ?= .venv
+TESTS ?= tests
 WORKERS ?= 2
 ENV ?= doom
 UNSUP ?= action
 ARGS ?=
 
-.PHONY: train test bench-throughput bench-cartpole clean
+.PHONY: venv train test bench-throughput bench-cartpole clean
 
-$(VENV)/.installed: setup.py
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is needed, found " + sys.version.split()[0] + ": make PYTHON=/path/to/python3.11")'
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e ".[test,games]"
-	touch $@
+venv:
+	@tools/venv.sh ensure "$(VENV)" "$(PYTHON)"
 
-train: $(VENV)/.installed
+train: venv
 	@command -v tmux >/dev/null || { echo "tmux is not installed: apt-get install tmux, or run: $(VENV)/bin/python train.py --mode nohup"; exit 1; }
 	$(VENV)/bin/python train.py --num-workers $(WORKERS) --env-id $(ENV) --unsup $(UNSUP) $(ARGS)
 
-test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q tests
+test: venv
+	$(VENV)/bin/python -m pytest -q $(TESTS)
 
-bench-throughput: $(VENV)/.installed
+bench-throughput: venv
 	$(VENV)/bin/python benchmarks/throughput.py $(ARGS)
 
-bench-cartpole: $(VENV)/.installed
+bench-cartpole: venv
 	$(VENV)/bin/python benchmarks/cartpole_time_to_solve.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf .venv .venv-3.* *.egg-info .pytest_cache

@@ -2,7 +2,8 @@
 from setuptools import setup
 
 DOOM = ["vizdoom>=1.3,<2"]  # ships MyWayHome's .cfg/.wad and freedoom
-# gym-super-mario-bros 7.4 is the last release for Python < 3.13; envs.py adapts it to gymnasium and numpy 2.
+# gym-super-mario-bros 7.4.0 is pure Python; nes-py compiles on install (g++ and the Python headers) on 3.11-3.13.
+# envs.py adapts both to gymnasium and numpy 2.
 MARIO = ["gym-super-mario-bros==7.4.0", "nes-py>=8.2,<9"]
 ATARI = ["ale-py>=0.9,<1"]  # ships the ROMs
 
@@ -10,7 +11,7 @@ setup(
     name="curiosity-agent",
     version="0.1.0",
     description="Distributed A3C with the Intrinsic Curiosity Module, on TensorFlow's parameter-server runtime",
-    python_requires=">=3.11,<3.13",
+    python_requires=">=3.11,<3.14",
     py_modules=["a3c", "constants", "demo", "envs", "model", "plots", "status", "train", "worker"],
     install_requires=[
         "tensorflow-cpu>=2.21,<2.22",
