@@ -91,12 +91,27 @@ def test_no_supported_python_is_a_one_line_error(tmp_path):
     result = run(tmp_path, "pick", str(tmp_path / "bin" / "python3"))
     assert result.returncode == 1
     assert result.stderr.strip().endswith("is Python 3.10.4; curiosity-agent needs Python 3.11, 3.12 or 3.13")
-    result = run(tmp_path, "ensure", ".venv", "python3.99")
-    assert result.returncode == 1 and "PYTHON=python3.99 was not found" in result.stderr
-    result = run(tmp_path, "ensure", ".venv", "python3.13")  # the shim the run() puts there
+    result = run(tmp_path, "ensure", ".venv", "/opt/no-such-python")
+    assert result.returncode == 1 and "PYTHON=/opt/no-such-python was not found" in result.stderr
+    shim = str(tmp_path / "bin" / "python3.13")  # the one run() puts there
+    result = run(tmp_path, "ensure", ".venv", shim)
     assert result.returncode == 1
-    assert result.stderr == "PYTHON=python3.13 does not run: pyenv: python3.13: command not found\n"
+    assert result.stderr == f"PYTHON={shim} does not run: pyenv: python3.13: command not found\n"
+    result = run(tmp_path, "ensure", ".venv", "python3.13")
+    assert result.returncode == 1
+    assert result.stderr.startswith("PYTHON=python3.13: no usable Python 3.13 on the PATH or under pyenv")
     assert not (tmp_path / ".venv").exists()
+
+
+def test_a_version_as_python_finds_its_pyenv_build(tmp_path):
+    """`make test PYTHON=python3.12` works under pyenv even when its shim does not run 3.12."""
+    fake_python(tmp_path / "bin" / "python3.12", "3.12.1", broken=True)
+    fake_python(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin" / "python3.12", "3.12.1")
+    pyenv_build = str(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin" / "python3.12")
+    assert run(tmp_path, "pick", "python3.12").stdout.strip() == pyenv_build
+    assert run(tmp_path, "pick", "3.12").stdout.strip() == pyenv_build
+    result = run(tmp_path, "pick", "3.10")
+    assert result.returncode == 1 and result.stderr == "PYTHON=3.10: curiosity-agent needs Python 3.11, 3.12 or 3.13\n"
 
 
 def test_ensure_reuses_the_venv_until_the_python_or_setup_py_changes(tmp_path):

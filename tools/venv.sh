@@ -71,9 +71,24 @@ fail() {
     exit 1
 }
 
+# reasons DEFAULT: why the candidates were passed over, on one line, or DEFAULT when none ran.
+reasons() {
+    local text
+    text="$(printf '%s; ' "${REASONS[@]}")"
+    text="${text%; }"
+    echo "${text:-$1}"
+}
+
 # pick [PYTHON]: set FOUND to the interpreter to use, or exit with a one-line error.
 pick() {
     local minor
+    if [[ "${1:-}" =~ ^(python)?(3\.[0-9]+)$ ]]; then
+        # a version (PYTHON=3.12 or python3.12): any usable build of it, pyenv's included, as in the search below
+        minor="${BASH_REMATCH[2]}"
+        [[ " $SUPPORTED " == *" $minor "* ]] || fail "PYTHON=$1: curiosity-agent needs Python $SUPPORTED_TEXT"
+        best "$minor" && return 0
+        fail "PYTHON=$1: no usable Python $minor on the PATH or under pyenv ($(reasons "not found")); give a path, e.g. PYTHON=/usr/bin/python$minor"
+    fi
     if [[ -n "${1:-}" ]]; then
         command -v "$1" >/dev/null 2>&1 || fail "PYTHON=$1 was not found: give a path, e.g. make test PYTHON=/usr/bin/python3.12"
         usable "$1" && return 0
@@ -83,9 +98,7 @@ pick() {
     for minor in $SUPPORTED; do
         best "$minor" && return 0
     done
-    local why="none found"
-    [[ ${#REASONS[@]} -gt 0 ]] && why="$(printf '%s; ' "${REASONS[@]}")" && why="${why%; }"
-    fail "curiosity-agent needs Python $SUPPORTED_TEXT, on the PATH or under pyenv ($why): install one, or make ... PYTHON=/path/to/python3.12"
+    fail "curiosity-agent needs Python $SUPPORTED_TEXT, on the PATH or under pyenv ($(reasons "none found")): install one, or make ... PYTHON=/path/to/python3.12"
 }
 
 ensure() {
@@ -100,7 +113,7 @@ ensure() {
         if [[ -n "$wanted" ]]; then
             reason="chosen with PYTHON=$wanted"
         else
-            reason="the newest of $SUPPORTED found; make ... PYTHON=... to choose another"
+            reason="the newest of 3.13, 3.12 and 3.11 found; make ... PYTHON=... to choose another"
         fi
         if [[ -d "$venv" && "$current" != "$version" ]]; then
             echo "Rebuilding $venv for Python $version (it was made with Python ${current:-unknown})"
