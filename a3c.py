@@ -70,6 +70,31 @@ def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_sca
                  next_observations=np.asarray(rollout.next_observations(), np.float32))
 
 
+SequenceBatch = collections.namedtuple("SequenceBatch", [
+    "observations",  # [B, T, *obs], each sequence padded with zeros to the longest
+    "lengths",  # [B]
+    "features",  # LSTMState of [B, lstm]: each sequence's state at its start
+    "step_observations", "next_observations",  # [N, *obs]: the N = sum(lengths) steps, sequence after sequence
+    "actions", "advantages", "returns",  # [N]
+])
+
+
+def stack_batches(batches):
+    """Several rollouts' Batches as one update: padded sequences for the LSTM, the steps concatenated."""
+    lengths = np.array([len(batch.actions) for batch in batches], np.int32)
+    first = batches[0].observations
+    if len(batches) == 1:
+        observations = first[None]
+    else:
+        observations = np.zeros((len(batches), lengths.max(), *first.shape[1:]), np.float32)
+        for row, batch in enumerate(batches):
+            observations[row, :len(batch.actions)] = batch.observations
+    features = type(batches[0].features)(*(np.concatenate(parts) for parts in zip(*(b.features for b in batches))))
+    return SequenceBatch(observations, lengths, features,
+                         *(np.concatenate([getattr(batch, name) for batch in batches])
+                           for name in ("observations", "next_observations", "actions", "advantages", "returns")))
+
+
 class PartialRollout:
     """Consecutive steps of one episode, with the LSTM state at their start (`features`).
 
@@ -163,67 +188,103 @@ class EpisodeTally:
                             self.bonus, dict(self.game.metrics), list(self.game.visits))
 
 
-def env_runner(env, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
-    """Play `env` with the local `policy` forever, yielding a PartialRollout every `rollout_len` steps or
-    at the end of an episode.
+def state_row(state, index):
+    """A copy of environment `index`'s row of a batched LSTM state: its [1, lstm] state."""
+    return type(state)(*(part[index:index + 1].copy() for part in state))
 
-    One session.run per step. The act call for the observation after a rollout also yields the rollout's
-    bootstrap value V(s_T) and, with a curiosity `predictor`, the bonus of every step of the rollout, all in
-    that one call. Only a time-limit truncation costs one more call, for V of the truncated state.
+
+def reset_state_row(state, index, initial):
+    """Environment `index`'s row of the batched state set to the [1, lstm] `initial` one (a new episode)."""
+    for part, start in zip(state, initial):
+        part[index] = start[0]
+
+
+def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
+    """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
+    batches: lists of PartialRollouts, each environment's rollouts in order.
+
+    One session.run per step acts for every environment at once (policy batch K = len(envs), LSTM state
+    [K, lstm]). An environment's rollout ends after `rollout_len` steps or with its episode, exactly as with one
+    environment; a batch is yielded once every environment has ended at least one rollout since the last batch,
+    so that with one environment each rollout is its own batch (the original algorithm) and with K the batch is
+    [K, rollout_len] unless an episode ended. The act call after a rollout's cut also gives its bootstrap value
+    V(s_T); the act call after a batch is complete also gives, with a curiosity `predictor`, the bonus of every
+    step in it. Only a time-limit truncation costs one more call, for V of the truncated state.
     """
-    observation, _ = env.reset()
-    state = policy.initial_state()
-    pending = None  # (actions, values, next state) already computed for `observation`
-    episode = EpisodeTally()
+    count = len(envs)
+    observations = [env.reset()[0] for env in envs]
+    initial = policy.initial_state(1)
+    state = policy.initial_state(count)
+    rollouts = [PartialRollout(state_row(state, k)) for k in range(count)]
+    tallies = [EpisodeTally() for _ in range(count)]
+    finished = []  # (rollout, index, tally) ended since the last batch, in order
+    awaiting_value = []  # indices of environments whose rollout was cut at the last step: V(s_T) comes next
     while True:
-        rollout = PartialRollout(state)
-        for _ in range(rollout_len):
-            actions, values, state = pending or policy.act(session, [observation], state)
-            pending = None
-            action = int(actions[0])
+        batch_complete = len({index for _, index, _ in finished}) == count
+        fetches, feed = [], None
+        if batch_complete and predictor is not None:
+            fetches = [predictor.bonus_per_step]
+            feed = predictor.feed(*transitions([rollout for rollout, _, _ in finished]))
+        actions, values, state, fetched = policy.act_and_fetch(session, observations, state, fetches, feed)
+        for rollout, index in awaiting_value:
+            rollout.bootstrap_value = float(values[index])
+        awaiting_value = []
+        if batch_complete:
+            if predictor is not None:
+                bonuses = [prediction_beta * float(loss) for loss in fetched[0]]
+                for rollout, _, _ in finished:
+                    rollout.bonuses, bonuses = bonuses[:len(rollout)], bonuses[len(rollout):]
+            for rollout, _, tally in finished:
+                tally.bonus += sum(rollout.bonuses)
+                if rollout.episode_end:
+                    on_episode_end(tally.stats(truncated=not rollout.terminal))
+            yield [rollout for rollout, _, _ in finished]
+            finished = []
+        for index, env in enumerate(envs):
+            rollout, tally, action = rollouts[index], tallies[index], int(actions[index])
             next_observation, reward, terminated, truncated, info = env.step(action)
-            rollout.add(observation, action, reward, float(values[0]))
-            observation = next_observation
-            episode.reward += reward
-            episode.env_reward += info.get("env_reward", reward)
-            episode.length += 1
-            episode.observe(info)
+            rollout.add(observations[index], action, reward, float(values[index]))
+            tally.reward += reward
+            tally.env_reward += info.get("env_reward", reward)
+            tally.length += 1
+            tally.observe(info)
+            rollout.last_observation = observations[index] = next_observation
             if terminated or truncated:
                 rollout.episode_end = True
                 rollout.terminal = bool(terminated)
                 if not terminated:
-                    rollout.bootstrap_value = float(policy.value_of(session, [observation], state)[0])
-                break
-        rollout.last_observation = observation
-        if rollout.episode_end:
-            observation, _ = env.reset()
-            state = policy.initial_state()
-        fetches, feed = [], None
-        if predictor is not None:
-            fetches = [predictor.bonus_per_step]
-            feed = predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions)
-        actions, values, next_state, fetched = policy.act_and_fetch(session, [observation], state, fetches, feed)
-        pending = (actions, values, next_state)
-        if not rollout.episode_end:
-            rollout.bootstrap_value = float(values[0])
-        if predictor is not None:
-            rollout.bonuses = [prediction_beta * float(loss) for loss in fetched[0]]
-            episode.bonus += sum(rollout.bonuses)
-        if rollout.episode_end:
-            on_episode_end(episode.stats(truncated=not rollout.terminal))
-            episode = EpisodeTally()
-        yield rollout
+                    rollout.bootstrap_value = float(
+                        policy.value_of(session, [next_observation], state_row(state, index))[0])
+                observations[index], _ = env.reset()
+                reset_state_row(state, index, initial)
+                tallies[index] = EpisodeTally()
+            elif len(rollout) == rollout_len:
+                awaiting_value.append((rollout, index))
+            else:
+                continue
+            finished.append((rollout, index, tally))
+            rollouts[index] = PartialRollout(state_row(state, index))
+
+
+def transitions(rollouts):
+    """(s_t, s_t+1, a_t) of every step of `rollouts`, concatenated: what the curiosity predictor is fed."""
+    observations, next_observations, actions = [], [], []
+    for rollout in rollouts:
+        observations += rollout.observations
+        next_observations += rollout.next_observations()
+        actions += rollout.actions
+    return observations, next_observations, actions
 
 
 class RunnerThread(threading.Thread):
-    """Plays the environment with the local policy and queues rollouts for the trainer.
+    """Plays the environments with the local policy and queues batches of rollouts for the trainer.
 
     A failure is kept in `error` for the trainer to re-raise; the thread never dies silently.
     """
 
-    def __init__(self, env, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0):
+    def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0):
         super().__init__(name="runner", daemon=True)
-        self.env = env
+        self.envs = envs
         self.policy = policy
         self.predictor = predictor
         self.prediction_beta = prediction_beta
@@ -243,10 +304,10 @@ class RunnerThread(threading.Thread):
 
     def run(self):
         try:
-            rollouts = env_runner(self.env, self.policy, self.session, self.rollout_len, self.on_episode_end,
-                                  self.predictor, self.prediction_beta)
-            for rollout in rollouts:
-                if not self._put(rollout):
+            batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
+                                 self.predictor, self.prediction_beta)
+            for batch in batches:
+                if not self._put(batch):
                     return
         except Exception as error:  # handed to the trainer, which re-raises it
             if self.stop_requested.is_set():
@@ -254,10 +315,10 @@ class RunnerThread(threading.Thread):
             logger.exception("runner thread failed")
             self.error = error
 
-    def _put(self, rollout):
+    def _put(self, batch):
         while not self.stop_requested.is_set():
             try:
-                self.queue.put(rollout, timeout=QUEUE_POLL_SECS)
+                self.queue.put(batch, timeout=QUEUE_POLL_SECS)
                 return True
             except queue.Full:
                 continue
@@ -394,12 +455,12 @@ class A3C:
                  local_device=None):
         if unsup not in CURIOSITY_CHOICES:
             raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_CHOICES)}")
-        self.env = env
+        self.envs = list(env) if isinstance(env, (list, tuple)) else [env]
         self.task = task
         self.config = config
         self.env_wrap = env_wrap
         def networks():
-            return build_networks(env, config, design_head, unsup)
+            return build_networks(self.envs[0], config, design_head, unsup)
 
         with tf1.device(global_device):
             with tf1.variable_scope("global"):
@@ -412,7 +473,7 @@ class A3C:
             self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
             self.advantages = tf1.placeholder(tf.float32, [None], name="advantages")  # [N]
             self.returns = tf1.placeholder(tf.float32, [None], name="returns")  # [N]
-            self.losses = a3c_losses(pi.logits, pi.value, self.actions, self.advantages, self.returns)
+            self.losses = a3c_losses(pi.step_logits, pi.step_values, self.actions, self.advantages, self.returns)
             self.loss = (self.losses.policy + config.value_loss_wt * self.losses.value
                          - config.entropy_beta * self.losses.entropy)
             # The loss is a per-step mean; scaling it by the rollout length keeps the learning rate's meaning
@@ -470,7 +531,7 @@ class A3C:
         self.session.run(self.sync)
         self.last_global_step = int(self.session.run(self.global_step))
         self._fps_start = time.time()
-        self.runner = RunnerThread(self.env, self.local_network, self.config.rollout_maxlen,
+        self.runner = RunnerThread(self.envs, self.local_network, self.config.rollout_maxlen,
                                    self.config.queue_size, on_episode_end, self.local_predictor,
                                    self.config.prediction_beta)
         self.runner.start_runner(self.session)
@@ -480,7 +541,7 @@ class A3C:
             self.runner.stop()
             self.runner.join(timeout=QUEUE_POLL_SECS * 5)
 
-    def _next_rollout(self):
+    def _next_batch(self):
         waited = 0.0
         while True:
             if self.runner.error is not None:
@@ -497,33 +558,39 @@ class A3C:
                                   f"is the environment hung?")
 
     def pull_batch_from_queue(self):
-        """One rollout, extended with the queued ones that continue its episode."""
-        rollout = self._next_rollout()
-        while not rollout.episode_end:
-            try:
-                rollout.extend(self.runner.queue.get_nowait())
-            except queue.Empty:
-                break
-        return rollout
+        """The next batch of rollouts. With one environment, its rollout is extended with the queued ones that
+        continue its episode, as in the original; a batch of K environments is already large."""
+        rollouts = self._next_batch()
+        if len(self.envs) == 1:
+            rollout = rollouts[0]
+            while not rollout.episode_end:
+                try:
+                    rollout.extend(self.runner.queue.get_nowait()[0])
+                except queue.Empty:
+                    break
+        return rollouts
 
     def process(self):
         """One asynchronous update: sync, compute advantages, apply gradients to the global variables."""
-        rollout = self.pull_batch_from_queue()
+        rollouts = self.pull_batch_from_queue()
         clip = self.config.reward_clip if self.env_wrap else None
-        batch = process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip, self.config.reward_scale)
+        batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
+                                               self.config.reward_scale) for rollout in rollouts])
         self.session.run(self.sync)
         pi = self.local_network
-        feed = {pi.x: batch.observations[None], pi.state_in.c: batch.features.c, pi.state_in.h: batch.features.h,
-                self.actions: batch.actions, self.advantages: batch.advantages, self.returns: batch.returns}
+        feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
+                pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,
+                self.returns: batch.returns}
         if self.local_predictor is not None:
-            feed.update(self.local_predictor.feed(batch.observations, batch.next_observations, batch.actions))
+            feed.update(self.local_predictor.feed(batch.step_observations, batch.next_observations, batch.actions))
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
         fetches = [self.train_op, self.next_global_step] + ([self.summary_op] if summarise else [])
         results = self.session.run(fetches, feed)
         self.last_global_step = int(results[1])
         self.updates += 1
-        self.steps_trained += len(rollout)
-        self._fps_steps += len(rollout)
+        steps = len(batch.actions)
+        self.steps_trained += steps
+        self._fps_steps += steps
         if summarise:
             self.summary_writer.add_summary(results[2], self.last_global_step)
             self._write_fps()

@@ -64,6 +64,9 @@ class Config:
     seconds between checkpoints of the global variables, written by the chief (worker 0)""")
     summary_every_updates: int = _param(11, """
     a worker writes model/* TensorBoard summaries every this many updates""")
+    envs_per_worker: int = _param(1, """
+    environments each worker plays at once, in lockstep: one session.run acts for all of them and one update
+    trains on their [K, rollout_maxlen] batch; 1 is the original algorithm""")
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
     seed: int = _param(0, """
@@ -89,6 +92,7 @@ class Config:
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
             ("checkpoint_secs", self.checkpoint_secs > 0.0, "must be > 0"),
             ("summary_every_updates", self.summary_every_updates >= 1, "must be >= 1"),
+            ("envs_per_worker", self.envs_per_worker >= 1, "must be >= 1"),
             ("queue_size", self.queue_size >= 1, "must be >= 1"),
             ("seed", self.seed >= 0, "must be >= 0"),
         ]

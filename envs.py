@@ -111,11 +111,26 @@ DOOM_ACTIONS = ("no-op", "forward", "turn left", "turn right")  # the paper's fo
 # Button vectors over (MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, TURN_LEFT_RIGHT_DELTA); the delta button only places
 # the player at a fixed start.
 DOOM_BUTTONS = ([0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0])
-DOOM_SCREEN_SHAPE = (120, 160, 3)  # RES_160X120, RGB24
+DOOM_SCREEN_SHAPE = (120, 160)  # RES_160X120, GRAY8
+DOOM_GRAY_WEIGHTS = (0.21, 0.72, 0.07)  # ViZDoom's GRAY8: floor(0.21 R + 0.72 G + 0.07 B) of its RGB24 screen
+
+
+def doom_gray(rgb):
+    """ViZDoom's GRAY8 frame computed from its RGB24 frame, bit for bit (in doubles, summed left to right, as
+    the engine does), so that a recorded episode feeds the agent exactly what training does."""
+    rgb = rgb.astype(np.float64)
+    red, green, blue = DOOM_GRAY_WEIGHTS
+    return (rgb[..., 0] * red + rgb[..., 1] * green + rgb[..., 2] * blue).astype(np.uint8)
 
 
 class DoomEnv(gym.Env):
-    """MyWayHome headless, one tic per step: the action repeat is a wrapper, so that frames can be max-pooled.
+    """MyWayHome headless: one step is `repeat` tics of the same action, repeated inside the engine, which
+    renders only the frame the agent observes, in grayscale (GRAY8: no RGB frame is made or copied).
+
+    Unlike Atari, Doom's sprites do not flicker, so there is no max-pool over the last two frames: the agent sees
+    the engine's screen after the repeat, as in the original (noreward-rl repeats Doom actions without
+    max-pooling). With render_mode 'rgb_array' or 'human' (videos, --visualise) the engine renders RGB24 for
+    `render()` and the observation is ViZDoom's grayscale of it, the same frame the agent sees in training.
 
     The scenario's config sets the paper's rules: no monsters, +1 for the vest, -0.0001 per tic, 2100-tic
     timeout (a truncation). `info` holds the player's `position_x` / `position_y` in map units and, when the
@@ -125,16 +140,18 @@ class DoomEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 35}
 
-    def __init__(self, start=None, render_mode=None):
+    def __init__(self, start=None, render_mode=None, repeat=DOOM_ACTION_REPEAT):
         self.vizdoom = import_family("doom")
         self.engine_errors = (self.vizdoom.ViZDoomUnexpectedExitException,
                               self.vizdoom.ViZDoomIsNotRunningException, self.vizdoom.ViZDoomErrorException)
         self.start = start
         self.render_mode = render_mode
+        self.repeat = repeat
         self.observation_space = spaces.Box(0, 255, DOOM_SCREEN_SHAPE, np.uint8)
         self.action_space = spaces.Discrete(len(DOOM_ACTIONS))
         self.engine_restarts = 0
         self.frame = np.zeros(DOOM_SCREEN_SHAPE, np.uint8)
+        self.rgb_frame = None  # with a render_mode: the RGB24 screen that `frame` was computed from
         self.position = (0.0, 0.0)
         self.game = self._launch()
 
@@ -145,7 +162,7 @@ class DoomEnv(gym.Env):
         game.set_window_visible(self.render_mode == "human")  # --visualise; headless otherwise
         game.set_mode(vzd.Mode.PLAYER)
         game.set_screen_resolution(vzd.ScreenResolution.RES_160X120)
-        game.set_screen_format(vzd.ScreenFormat.RGB24)
+        game.set_screen_format(vzd.ScreenFormat.GRAY8 if self.render_mode is None else vzd.ScreenFormat.RGB24)
         game.set_available_buttons([vzd.Button.MOVE_FORWARD, vzd.Button.TURN_LEFT, vzd.Button.TURN_RIGHT,
                                     vzd.Button.TURN_LEFT_RIGHT_DELTA])
         game.set_available_game_variables([vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y,
@@ -164,7 +181,11 @@ class DoomEnv(gym.Env):
 
     def _observe(self):
         state = self.game.get_state()
-        self.frame = state.screen_buffer
+        if self.render_mode is None:
+            self.frame = state.screen_buffer
+        else:
+            self.rgb_frame = state.screen_buffer
+            self.frame = doom_gray(self.rgb_frame)
         self.position = (float(state.game_variables[0]), float(state.game_variables[1]))
 
     def _place(self, start):
@@ -196,7 +217,7 @@ class DoomEnv(gym.Env):
 
     def step(self, action):
         try:
-            reward = self.game.make_action(DOOM_BUTTONS[int(action)], 1)
+            reward = self.game.make_action(DOOM_BUTTONS[int(action)], self.repeat)
             finished = self.game.is_episode_finished()
             timed_out = finished and self.game.is_episode_timeout_reached()
             if not finished:
@@ -210,7 +231,7 @@ class DoomEnv(gym.Env):
         return self.frame, float(reward), finished and not timed_out, timed_out, info
 
     def render(self):
-        return self.frame
+        return self.frame if self.rgb_frame is None else self.rgb_frame
 
     def close(self):
         with contextlib.suppress(*self.engine_errors):
@@ -552,9 +573,9 @@ def _make_game(env_id, family, env_wrap, render_mode):
     render = {"render_mode": render_mode} if render_mode else {}
     if family == "doom":
         env = gym.make(env_id, **render)
-        if env_id.startswith("Vizdoom"):
-            env = VizdoomScreen(env)
-        return env, DOOM_ACTION_REPEAT
+        if env_id.startswith("Vizdoom"):  # ViZDoom's own environments step one tic: the wrapper repeats
+            return VizdoomScreen(env), DOOM_ACTION_REPEAT
+        return env, 1  # DoomEnv repeats inside the engine
     if family == "mario":
         return gym.make(env_id, **render), 1  # MarioEnv repeats its actions itself, without max-pooling
     if family == "atari":

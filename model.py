@@ -199,12 +199,17 @@ class LSTMPolicy:
 
         self.state_in = LSTMState(tf1.placeholder(tf.float32, [None, lstm_size], name="c_in"),
                                   tf1.placeholder(tf.float32, [None, lstm_size], name="h_in"))
+        # Sequences of a batch may be shorter than T (an episode ended): fed lengths, padded with zeros.
+        self.lengths = tf1.placeholder_with_default(tf.fill([batch], time), [None], name="lengths")  # [B]
         lstm_out, state_out = tf1.nn.dynamic_rnn(LSTMCell(lstm_size), features, initial_state=self.state_in,
-                                                 time_major=False, scope="lstm")
+                                                 sequence_length=self.lengths, time_major=False, scope="lstm")
         self.state_out = state_out
         flat = tf.reshape(lstm_out, [-1, lstm_size])  # [B*T, lstm]
         self.logits = linear(flat, num_actions, "action", normalized_columns_initializer(LOGITS_INIT_STD))  # [B*T, A]
         self.value = tf.reshape(linear(flat, 1, "value", normalized_columns_initializer(VALUE_INIT_STD)), [-1])
+        steps = tf.reshape(tf.sequence_mask(self.lengths, time), [-1])  # [B*T]: the real steps, not padding
+        self.step_logits = tf.boolean_mask(self.logits, steps)  # [N, A], N = sum(lengths)
+        self.step_values = tf.boolean_mask(self.value, steps)  # [N]
         self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
         self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
         self.var_list = variables_since(variables_before)

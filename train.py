@@ -167,6 +167,8 @@ def parse_args(argv=None):
         help="named hyper-parameter set of constants.py; auto: classic for vector observations, paper otherwise")
     add("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
         help="override a hyper-parameter of constants.py (repeatable); see --help-config")
+    add("--envs-per-worker", type=int, default=None, metavar="K", help="environments each worker plays at once "
+        "(the same as --set envs_per_worker=K; default: the preset's)")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
     add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
     add("--eval-every", type=int, default=None, metavar="STEPS", help="run an evaluation process beside the "
@@ -179,6 +181,8 @@ def parse_args(argv=None):
         args.env_wrap, args.design_head, args.unsup, args.no_life_reward = True, "universe", "action", True
     if args.log_dir is None:
         args.log_dir = os.path.join("tmp", args.env_id.replace("/", "_"))
+    if args.envs_per_worker is not None:
+        args.overrides.append(f"envs_per_worker={args.envs_per_worker}")
     return args
 
 

@@ -207,15 +207,22 @@ def run_worker(args):
     if delay:
         logger.info("waiting %.0f s before starting the game engine: simultaneous launches are fragile", delay)
         time.sleep(delay)
-    env = envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                          no_life_reward=args.no_life_reward, render_mode="human" if args.visualise else None)
-    config = effective_config(args, env)
-    env.reset(seed=config.seed + task)
-    env.action_space.seed(config.seed + task)
+    def make_env(render_mode=None):
+        return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
+                               no_life_reward=args.no_life_reward, render_mode=render_mode)
+
+    first = make_env("human" if args.visualise else None)  # --visualise shows the first environment
+    config = effective_config(args, first)
+    worker_envs = [first] + [make_env() for _ in range(config.envs_per_worker - 1)]
+    logger.info("playing %d %s environment%s at once", len(worker_envs), args.env_id,
+                "s" if len(worker_envs) > 1 else "")
+    for index, env in enumerate(worker_envs):  # worker i's k-th environment: seed + i K + k, unique in the run
+        env.reset(seed=config.seed + task * config.envs_per_worker + index)
+        env.action_space.seed(config.seed + task * config.envs_per_worker + index)
     tf1.set_random_seed(config.seed + task)
     worker_device = f"/job:worker/task:{task}/cpu:0"
     try:
-        trainer = A3C(env, task, config, design_head=args.design_head,
+        trainer = A3C(worker_envs, task, config, design_head=args.design_head,
                       env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
                       global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
                       local_device=worker_device)
@@ -262,7 +269,8 @@ def run_worker(args):
     finally:
         heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
         episode_logger.close()
-        env.close()
+        for env in worker_envs:
+            env.close()
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
 
 

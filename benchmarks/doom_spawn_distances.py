@@ -101,10 +101,9 @@ def drive(path, spot_id, spot):
             wanted = math.degrees(math.atan2(target[1] - position[1], target[0] - position[0]))
             error = (wanted - env.game.get_game_variable(angle_variable) + 180) % 360 - 180
             action = "forward" if abs(error) < TURN_TOLERANCE else ("turn left" if error > 0 else "turn right")
-            for _ in range(envs.DOOM_ACTION_REPEAT):
-                _, _, terminated, truncated, info = env.step(envs.DOOM_ACTIONS.index(action))
-                if terminated or truncated:
-                    return step if terminated else None
+            _, _, terminated, truncated, info = env.step(envs.DOOM_ACTIONS.index(action))  # 4 tics
+            if terminated or truncated:
+                return step if terminated else None
             position = np.array([info["position_x"], info["position_y"]])
         return None
     finally:

@@ -1,15 +1,19 @@
 #!/usr/bin/env python
 """Throughput benchmark: environment steps per second per worker, and in aggregate, for 1..N workers.
 
-Measurements per worker count:
+Measurements per worker count (and, for acting and training, per number K of environments per worker):
   env              the environment alone, random actions (the ceiling);
-  acting           each worker process plays with the LSTM policy (one session.run per step), no training;
+  acting           each worker process plays K environments with the LSTM policy (one session.run per step
+                   for all K), no training;
   acting+icm       the same with the ICM bonus, computed as the runner does: inside the next act call;
-  acting+icm/step  the same with the bonus computed the original's way: a second session.run per step;
+  acting+icm/step  the same with the bonus computed the original's way: a second session.run per step (K = 1);
   training         the real run: `train.py --mode child` (parameter server + workers + updates), measured
                    from the global step in the episode CSVs after a warm-up.
+Each line also gives the rate as a fraction of the environment-only rate of the same run.
 
     python benchmarks/throughput.py --workers 1 2 --seconds 30
+    python benchmarks/throughput.py --env-id doom --workers 2 --envs-per-worker 1 4 8 --unsup action \
+        --measurements env training
 """
 import argparse
 import csv
@@ -47,10 +51,11 @@ def env_only(env_id, seconds, seed):
         env.close()  # a pool worker is terminated without clean-up: a game engine would outlive it
 
 
-def acting(env_id, seconds, seed, bonus="none"):
-    """Steps/s of one process playing with the LSTM policy, no training. bonus="rollout": with the ICM, its
-    bonus computed as env_runner does (inside the next act call); bonus="per-step": with the ICM, its bonus
-    computed by a second session.run after every step, as the original did."""
+def acting(env_id, seconds, seed, bonus="none", count=1):
+    """Steps/s of one process playing `count` environments with the LSTM policy, no training.
+    bonus="rollout": with the ICM, its bonus computed as env_runner does (inside the next act call);
+    bonus="per-step": with the ICM, its bonus computed by a second session.run after every step, as the
+    original did (one environment)."""
     import tensorflow as tf
 
     from a3c import env_runner
@@ -59,7 +64,8 @@ def acting(env_id, seconds, seed, bonus="none"):
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
     tf.get_logger().setLevel("ERROR")
-    env = envs.create_env(env_id, seed=seed)
+    worker_envs = [envs.create_env(env_id, seed=seed * count + k) for k in range(count)]
+    env = worker_envs[0]
     shape, num_actions = env.observation_space.shape, env.action_space.n
     policy = LSTMPolicy(shape, num_actions)
     with tf1.variable_scope("predictor"):
@@ -70,12 +76,13 @@ def acting(env_id, seconds, seed, bonus="none"):
         if bonus == "per-step":
             steps = per_step_bonus_loop(session, env, policy, predictor)
         else:
-            steps = (len(rollout) for rollout in env_runner(env, policy, session, 20, lambda stats: None,
-                                                              predictor, 0.01))
+            steps = (sum(len(rollout) for rollout in batch)
+                     for batch in env_runner(worker_envs, policy, session, 20, lambda stats: None, predictor, 0.01))
         try:
             return timed_rate(steps, seconds)
         finally:
-            env.close()
+            for each in worker_envs:
+                each.close()
 
 
 def per_step_bonus_loop(session, env, policy, predictor):
@@ -107,25 +114,34 @@ def timed_rate(step_counts, seconds, warmup=2.0):
     return steps / (time.time() - start)
 
 
-def acting_icm_rollout(env_id, seconds, seed):
-    return acting(env_id, seconds, seed, bonus="rollout")
+def acting_plain(env_id, seconds, seed, count):
+    return acting(env_id, seconds, seed, count=count)
 
 
-def acting_icm_per_step(env_id, seconds, seed):
+def acting_icm_rollout(env_id, seconds, seed, count):
+    return acting(env_id, seconds, seed, bonus="rollout", count=count)
+
+
+def acting_icm_per_step(env_id, seconds, seed, count):
     return acting(env_id, seconds, seed, bonus="per-step")
 
 
-def in_processes(function, env_id, seconds, workers):
+def env_alone(env_id, seconds, seed, count):
+    return env_only(env_id, seconds, seed)
+
+
+def in_processes(function, env_id, seconds, workers, count):
     """Per-worker steps/s of `function` run in `workers` processes at once."""
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return pool.starmap(function, [(env_id, seconds, seed) for seed in range(workers)])
+        return pool.starmap(function, [(env_id, seconds, seed, count) for seed in range(workers)])
 
 
-def training(env_id, seconds, workers, out, exp_id, unsup="none"):
-    log_dir = os.path.join(out, f"train-{workers}")
+def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
+    log_dir = os.path.join(out, f"train-{workers}x{count}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
-            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup]
+            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup,
+            "--envs-per-worker", str(count)]
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
@@ -145,8 +161,9 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none"):
     return [rate / workers] * workers  # the global step counts every worker's steps together
 
 
-MEASUREMENTS = {"env": env_only, "acting": acting, "acting+icm": acting_icm_rollout,
+MEASUREMENTS = {"env": env_alone, "acting": acting_plain, "acting+icm": acting_icm_rollout,
                 "acting+icm/step": acting_icm_per_step, "training": None}
+PER_K = {"acting", "acting+icm", "training"}  # measured for each --envs-per-worker
 
 
 def main():
@@ -155,6 +172,8 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--measurements", nargs="+", choices=tuple(MEASUREMENTS), default=tuple(MEASUREMENTS))
+    parser.add_argument("--envs-per-worker", type=int, nargs="+", default=[1], metavar="K",
+                        help="environments per worker for acting and training")
     parser.add_argument("--exp-id", type=int, default=350)
     parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
@@ -162,17 +181,25 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = []
     print(f"{args.env_id} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
-    print(f"{'workers':>7} {'measurement':>15} {'steps/s per worker':>19} {'aggregate steps/s':>18}", flush=True)
+    print(f"{'workers':>7} {'K':>3} {'measurement':>15} {'steps/s per worker':>19} {'aggregate steps/s':>18} "
+          f"{'of env':>7}", flush=True)
     for workers in args.workers:
+        env_rate = None
         for name in args.measurements:
-            if name == "training":
-                per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id, args.unsup)
-            else:
-                per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers)
-            mean = sum(per_worker) / workers
-            results.append({"workers": workers, "measurement": name, "steps_per_sec_per_worker": round(mean, 1),
-                            "aggregate_steps_per_sec": round(sum(per_worker), 1)})
-            print(f"{workers:>7} {name:>15} {mean:>19.0f} {sum(per_worker):>18.0f}", flush=True)
+            for count in args.envs_per_worker if name in PER_K else [1]:
+                if name == "training":
+                    per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id, args.unsup,
+                                          count)
+                else:
+                    per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count)
+                total = sum(per_worker)
+                env_rate = total if name == "env" else env_rate
+                ratio = f"{total / env_rate:7.2f}" if env_rate else f"{'':>7}"
+                results.append({"workers": workers, "envs_per_worker": count, "measurement": name,
+                                "steps_per_sec_per_worker": round(total / workers, 1),
+                                "aggregate_steps_per_sec": round(total, 1),
+                                "fraction_of_env": round(total / env_rate, 3) if env_rate else None})
+                print(f"{workers:>7} {count:>3} {name:>15} {total / workers:>19.0f} {total:>18.0f} {ratio}", flush=True)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "unsup": args.unsup, "cpus": os.cpu_count(), "seconds": args.seconds,
                    "results": results},

@@ -57,8 +57,8 @@ def test_bonus_is_beta_times_the_forward_loss_of_each_step(graph):
     predictor = trainer.local_predictor
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
-        rollouts = env_runner(trainer.env, trainer.local_network, session, 5, lambda stats: None, predictor, 0.25)
-        rollout = next(rollouts)
+        batches = env_runner(trainer.envs, trainer.local_network, session, 5, lambda stats: None, predictor, 0.25)
+        [rollout] = next(batches)
         losses = session.run(predictor.forward_loss_per_step,
                              predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions))
     assert len(rollout.bonuses) == len(rollout) == 5
@@ -76,7 +76,7 @@ def test_forward_loss_falls_on_a_deterministic_environment(graph):
         trainer.start(session, None, lambda stats: None)
         for _ in range(300):
             batch = trainer.process()
-            feed = predictor.feed(batch.observations, batch.next_observations, batch.actions)
+            feed = predictor.feed(batch.step_observations, batch.next_observations, batch.actions)
             history.append(session.run(trainer.predictor.forward_loss, {
                 trainer.predictor.s1: feed[predictor.s1], trainer.predictor.s2: feed[predictor.s2],
                 trainer.predictor.actions: feed[predictor.actions]}))
@@ -153,7 +153,7 @@ def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
         for _ in range(250):
             batch = trainer.process()
             losses.append(session.run(predictor.forward_loss, predictor.feed(
-                batch.observations, batch.next_observations, batch.actions)))
+                batch.step_observations, batch.next_observations, batch.actions)))
         trainer.stop()
     assert bonuses and all(bonus > 0 for bonus in bonuses)
     assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])  # measured: 0.059 -> 0.002 for `state`

@@ -131,8 +131,9 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
 
 def test_curiosity_without_reward_end_to_end(tmp_path):
     log_dir = tmp_path / "run"
-    result = launch(log_dir, 1500, free_exp_id(2, 420), "--unsup", "action", "--noReward")
+    result = launch(log_dir, 1500, free_exp_id(2, 420), "--unsup", "action", "--noReward", "--envs-per-worker", "3")
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "playing 3 CartPole-v1 environments at once" in (log_dir / "w-1.out").read_text()
     rows = episodes(log_dir, 0) + episodes(log_dir, 1)
     assert rows and all(float(row["reward"]) == 0.0 for row in rows)
     assert all(float(row["bonus"]) > 0.0 and float(row["env_reward"]) > 0.0 for row in rows)

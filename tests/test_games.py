@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 
+import cv2
 import numpy as np
 import pytest
 
@@ -103,6 +104,53 @@ def test_doom_rules_reward_and_position():
     assert reward == pytest.approx(-0.0001 * envs.DOOM_ACTION_REPEAT), "living penalty per tic, 4 tics a step"
     assert info["position_x"] > start[0] and not (terminated or truncated), "facing east, forward moves east"
     env.close()
+
+
+def _play(env, actions, seed=0):
+    """The frames an environment shows over a fixed sequence of actions, the first from reset."""
+    frames = [env.reset(seed=seed)[0]]
+    frames += [env.step(action)[0] for action in actions]
+    return frames
+
+
+def test_the_doom_frame_the_agent_sees_is_the_engines_screen_after_the_repeat():
+    actions = [1, 1, 2, 1, 3, 3, 1, 0, 1, 2] * 3
+    start = envs.DOOM_VARIANTS["doomSparse"]
+    repeated, single = envs.DoomEnv(start=start), envs.DoomEnv(start=start, repeat=1)
+    try:
+        frames = _play(repeated, actions)
+        tic_frames = _play(single, [a for a in actions for _ in range(envs.DOOM_ACTION_REPEAT)])
+        assert frames[0].shape == (120, 160) and frames[0].dtype == np.uint8
+        # the engine repeats the action: the frame after each step is the screen after its last tic
+        assert all(np.array_equal(f, t) for f, t in zip(frames, tic_frames[::envs.DOOM_ACTION_REPEAT]))
+        assert len({f.tobytes() for f in frames}) > 20, "the view changes as the player moves and turns"
+    finally:
+        repeated.close()
+        single.close()
+    # what the network gets: that screen resized (cv2's INTER_AREA) to 42x42, newest of 4 stacked frames
+    env = envs.create_env("doomSparse", seed=0)
+    try:
+        observations = _play(env, actions[:6])
+        screen = env.unwrapped.game.get_state().screen_buffer
+        expected = cv2.resize(screen, (42, 42), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+        np.testing.assert_array_equal(observations[-1][..., -1], expected)
+        np.testing.assert_array_equal(observations[-1][..., -2], observations[-2][..., -1])
+    finally:
+        env.close()
+
+
+def test_recorded_doom_episodes_show_colour_and_feed_the_same_gray_frames():
+    actions = [1, 2, 1, 1, 3, 1, 0, 1] * 3
+    start = envs.DOOM_VARIANTS["doomVerySparse"]
+    trained, recorded = envs.DoomEnv(start=start), envs.DoomEnv(start=start, render_mode="rgb_array")
+    try:
+        gray, shown = _play(trained, actions), _play(recorded, actions)
+        assert all(np.array_equal(a, b) for a, b in zip(gray, shown)), "ViZDoom's GRAY8 = doom_gray(RGB24)"
+        colour = recorded.render()
+        assert colour.shape == (120, 160, 3) and np.abs(colour[..., 0].astype(int) - colour[..., 1]).max() > 0
+    finally:
+        trained.close()
+        recorded.close()
 
 
 def _vizdoom_children():

@@ -115,6 +115,48 @@ def test_update_moves_globals_not_locals_and_counts_steps(graph):
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_batch_of_sequences_of_different_lengths_is_the_sum_of_its_sequences(graph):
+    """Padding must not leak: the update on K rollouts of different lengths (an episode ended early) has the
+    step-weighted mean of the losses, and the gradient, of each rollout fed alone."""
+    from a3c import PartialRollout, process_rollout, stack_batches
+
+    trainer = A3C([envs.create_env("CorridorPixels-v0", seed=k) for k in range(3)], 0,
+                  constants.Config(lstm_size=16), unsup="action")
+    pi, rng = trainer.local_network, np.random.default_rng(0)
+    rollouts = []
+    for length in (5, 2, 4):
+        state = LSTMState(*rng.normal(size=(2, 1, 16)).astype(np.float32))
+        rollout = PartialRollout(state)
+        for _ in range(length):
+            rollout.add(rng.random((42, 42, 1), np.float32), int(rng.integers(2)), float(rng.normal()),
+                        float(rng.normal()))
+        rollout.last_observation = rng.random((42, 42, 1), np.float32)
+        rollouts.append(rollout)
+    batches = [process_rollout(rollout, 0.99) for rollout in rollouts]
+    loss = trainer.loss + trainer.predictor_loss
+    gradients = tf.gradients(loss, pi.var_list + trainer.local_predictor.var_list)
+
+    def run(batch, session):
+        feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
+                pi.state_in.h: batch.features.h, trainer.actions: batch.actions,
+                trainer.advantages: batch.advantages, trainer.returns: batch.returns}
+        feed.update(trainer.local_predictor.feed(batch.step_observations, batch.next_observations, batch.actions))
+        return session.run([loss, gradients], feed)
+
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        stacked = stack_batches(batches)
+        assert stacked.observations.shape == (3, 5, 42, 42, 1) and list(stacked.lengths) == [5, 2, 4]
+        assert not stacked.observations[1, 2:].any(), "padded with zeros"
+        together = run(stacked, session)
+        alone = [run(stack_batches([batch]), session) for batch in batches]
+    weights = np.array([5, 2, 4]) / 11
+    assert together[0] == pytest.approx(sum(w * each[0] for w, each in zip(weights, alone)), rel=1e-5)
+    for index, gradient in enumerate(together[1]):
+        np.testing.assert_allclose(gradient, sum(w * each[1][index] for w, each in zip(weights, alone)),
+                                   rtol=1e-4, atol=1e-6)
+
+
 def test_a3c_learns_the_corridor(graph):
     """A random walk needs ~45 steps for the 8-cell corridor; the optimum is 7. Learned policies settle near
     10 (measured over seeds 0-7: solved in 255-423 updates), the entropy bonus keeping some randomness."""

@@ -1,4 +1,5 @@
 """The runner: rollout boundaries, bootstrap values, LSTM state hand-over, and session.run calls per step."""
+import collections
 import csv
 import queue
 import time
@@ -10,48 +11,80 @@ import envs
 from a3c import EpisodeStats, RunnerThread, env_runner
 
 
+Counts = collections.namedtuple("Counts", ["steps"])  # a stand-in LSTM state: [K, 1] steps acted on per env
+
+
 class CountingPolicy:
-    """Walks right; the value is 10 x the observed position; the 'LSTM state' counts the steps acted on."""
+    """Walks right; the value is 10 x the observed position; the 'LSTM state' counts each environment's steps."""
+
+    action = 1
 
     def __init__(self):
         self.calls = 0
 
-    def initial_state(self):
-        return 0
-
-    def act(self, session, observations, state):
-        return self.act_and_fetch(session, observations, state)[:3]
+    def initial_state(self, batch_size=1):
+        return Counts(np.zeros((batch_size, 1)))
 
     def act_and_fetch(self, session, observations, state, fetches=(), feed=None):
         self.calls += 1
-        position = int(np.argmax(observations[0]))
+        positions = np.array([int(np.argmax(observation)) for observation in observations])
         fetched = [np.full(len(feed["actions"]), 2.0)] if fetches else []  # every forward loss is 2
-        return np.array([self.action]), np.array([10.0 * position]), state + 1, fetched
-
-    action = 1
+        return np.full(len(observations), self.action), 10.0 * positions, Counts(state.steps + 1), fetched
 
     def value_of(self, session, observations, state):
         self.calls += 1
         return np.array([10.0 * int(np.argmax(observations[0]))])
 
 
+def steps_at_start(rollout):
+    return int(rollout.features.steps[0, 0])
+
+
 def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     env = envs.create_env("Corridor-v0")  # 8 cells: 7 steps right to the goal
     policy = CountingPolicy()
     finished = []
-    rollouts = env_runner(env, policy, None, rollout_len=3, on_episode_end=finished.append)
-    first, second, third = next(rollouts), next(rollouts), next(rollouts)
+    batches = env_runner([env], policy, None, rollout_len=3, on_episode_end=finished.append)
+    [first], [second], [third] = next(batches), next(batches), next(batches)
     assert [len(first), len(second), len(third)] == [3, 3, 1]
-    assert first.features == 0 and second.features == 3 and third.features == 6  # state at each rollout start
+    assert [steps_at_start(r) for r in (first, second, third)] == [0, 3, 6]  # LSTM state at each rollout start
     assert not first.terminal and first.bootstrap_value == 30.0  # V(position 3), from the act call for it
     assert second.bootstrap_value == 60.0 and not second.episode_end
     assert third.terminal and third.episode_end and third.rewards == [1.0]
     # one session.run per environment step, plus the act for the next episode's first step, made ahead
     assert policy.calls == 7 + 1
     assert finished == [EpisodeStats(1.0, 7, pytest.approx(finished[0].seconds), 1.0, False, 0.0, {}, [])]
-    fourth = next(rollouts)
-    assert fourth.features == 0, "the LSTM state restarts with the episode"
+    [fourth] = next(batches)
+    assert steps_at_start(fourth) == 0, "the LSTM state restarts with the episode"
     assert policy.calls == 10 + 1
+
+
+def test_several_environments_keep_their_own_state_bootstrap_episode_ends_and_bonuses():
+    # Corridors of 3, 5 and 8 cells, walked right: their episodes end after 2, 4 and 7 steps.
+    corridors = [envs.Corridor(length) for length in (3, 5, 8)]
+    policy, predictor, finished = CountingPolicy(), StubPredictor(), []
+    batches = env_runner(corridors, policy, None, 3, finished.append, predictor=predictor, prediction_beta=0.5)
+    first = next(batches)
+    # a batch is complete once every environment ended a rollout: steps 1-3, one act call per step for all
+    assert [len(r) for r in first] == [2, 3, 3] and policy.calls == 3 + 1
+    a0, b1, c1 = first
+    assert a0.terminal and a0.rewards == [0.0, 1.0] and not (b1.episode_end or c1.episode_end)
+    assert (b1.bootstrap_value, c1.bootstrap_value) == (30.0, 30.0)  # V(position 3) of each, from the next act
+    assert [steps_at_start(r) for r in first] == [0, 0, 0]
+    observations, next_observations, actions = predictor.fed  # the bonus of all 8 steps, in the same act call
+    assert [int(np.argmax(o)) for o in next_observations] == [1, 2, 1, 2, 3, 1, 2, 3]
+    assert len(observations) == len(actions) == 8 and all(r.bonuses == [1.0] * len(r) for r in first)
+    assert [stats.length for stats in finished] == [2]
+
+    second = next(batches)  # steps 4-6: env 0 ends two more episodes, env 1 one, env 2 is cut at step 6
+    a1, b2, a2, c2 = second
+    assert [len(r) for r in second] == [2, 1, 2, 3] and policy.calls == 6 + 1
+    assert a1.terminal and b2.terminal and a2.terminal and not c2.episode_end and c2.bootstrap_value == 60.0
+    # each environment's own LSTM state: a new episode starts from zero, a continued one from its count
+    assert [steps_at_start(r) for r in second] == [0, 3, 0, 3]
+    assert [stats.length for stats in finished] == [2, 2, 4, 2]  # episodes in the order they ended
+    assert [stats.bonus for stats in finished] == [2.0, 2.0, 4.0, 2.0]  # bonuses summed over each episode
+    assert all(stats.reward == 1.0 and not stats.truncated for stats in finished)
 
 
 def test_truncated_episode_bootstraps_from_its_last_state():
@@ -59,8 +92,7 @@ def test_truncated_episode_bootstraps_from_its_last_state():
     policy = CountingPolicy()
     policy.action = 0  # walks left, into the wall
     finished = []
-    rollouts = env_runner(env, policy, None, rollout_len=1000, on_episode_end=finished.append)
-    rollout = next(rollouts)
+    [rollout] = next(env_runner([env], policy, None, rollout_len=1000, on_episode_end=finished.append))
     assert len(rollout) == 64 and rollout.episode_end and not rollout.terminal  # Corridor-v0's time limit
     assert rollout.bootstrap_value == 0.0 and finished[0].truncated  # V(position 0) from value_of
 
@@ -77,13 +109,13 @@ def test_curiosity_bonus_comes_with_the_next_act_call():
     env = envs.create_env("Corridor-v0")
     policy, predictor = CountingPolicy(), StubPredictor()
     finished = []
-    rollouts = env_runner(env, policy, None, 4, finished.append, predictor=predictor, prediction_beta=0.5)
-    first = next(rollouts)
+    batches = env_runner([env], policy, None, 4, finished.append, predictor=predictor, prediction_beta=0.5)
+    [first] = next(batches)
     observations, next_observations, actions = predictor.fed
     assert [int(np.argmax(o)) for o in observations] == [0, 1, 2, 3]
     assert [int(np.argmax(o)) for o in next_observations] == [1, 2, 3, 4]  # s_t+1 of each step
     assert actions == [1, 1, 1, 1] and first.bonuses == [1.0] * 4  # 0.5 x forward loss 2
-    second = next(rollouts)
+    [second] = next(batches)
     assert second.terminal and second.bonuses == [1.0] * 3
     assert finished[0].bonus == 7.0 and finished[0].reward == 1.0
     assert policy.calls == 7 + 1, "the bonus costs no session.run of its own"
@@ -91,10 +123,10 @@ def test_curiosity_bonus_comes_with_the_next_act_call():
 
 def test_runner_thread_failure_is_kept_for_the_trainer():
     class Broken(CountingPolicy):
-        def act(self, session, observations, state):
+        def act_and_fetch(self, session, observations, state, fetches=(), feed=None):
             raise RuntimeError("engine died")
 
-    runner = RunnerThread(envs.create_env("Corridor-v0"), Broken(), 5, 2, lambda stats: None)
+    runner = RunnerThread([envs.create_env("Corridor-v0")], Broken(), 5, 2, lambda stats: None)
     runner.start_runner(None)
     runner.join(timeout=10)
     assert isinstance(runner.error, RuntimeError) and "engine died" in str(runner.error)
@@ -103,7 +135,7 @@ def test_runner_thread_failure_is_kept_for_the_trainer():
 
 
 def test_runner_thread_stops_when_asked():
-    runner = RunnerThread(envs.create_env("Corridor-v0"), CountingPolicy(), 5, 1, lambda stats: None)
+    runner = RunnerThread([envs.create_env("Corridor-v0")], CountingPolicy(), 5, 1, lambda stats: None)
     runner.start_runner(None)
     time.sleep(0.2)  # the queue is full and the runner waits to put
     runner.stop()
