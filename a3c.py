@@ -5,6 +5,7 @@ Data path: `env.step` -> `env_runner` (policy acts) -> `PartialRollout` -> queue
 Only the trainer thread runs train ops; the runner thread only acts.
 """
 import collections
+import contextlib
 import csv
 import logging
 import os
@@ -76,6 +77,7 @@ SequenceBatch = collections.namedtuple("SequenceBatch", [
     "features",  # LSTMState of [B, lstm]: each sequence's state at its start
     "step_observations", "next_observations",  # [N, *obs]: the N = sum(lengths) steps, sequence after sequence
     "actions", "advantages", "returns",  # [N]
+    "sequences",  # per sequence, its frames s_0 .. s_T: what the curiosity predictor is fed
 ])
 
 
@@ -92,7 +94,8 @@ def stack_batches(batches):
     features = type(batches[0].features)(*(np.concatenate(parts) for parts in zip(*(b.features for b in batches))))
     return SequenceBatch(observations, lengths, features,
                          *(np.concatenate([getattr(batch, name) for batch in batches])
-                           for name in ("observations", "next_observations", "actions", "advantages", "returns")))
+                           for name in ("observations", "next_observations", "actions", "advantages", "returns")),
+                         [np.concatenate([batch.observations, batch.next_observations[-1:]]) for batch in batches])
 
 
 class PartialRollout:
@@ -143,6 +146,28 @@ class PartialRollout:
 
 
 # ---------------------------------------------------------------- acting
+
+class Timings:
+    """Seconds a worker spent in each phase of its two threads, summed since start; the heartbeat publishes them
+    and `benchmarks/throughput.py --profile` turns them into time per environment step."""
+
+    RUNNER = ("env", "act", "act_and_bonus", "queue_put")  # env.step/reset; session.run to act (with the bonus)
+    TRAINER = ("queue_get", "advantages", "sync", "train")  # train: gradients and apply, one session.run
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.RUNNER + self.TRAINER, 0.0)  # each key written by one thread only
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - start
+
+    def snapshot(self):
+        return {name: round(value, 3) for name, value in self.seconds.items()}
+
 
 class AbortRetrySession:
     """Wraps a session so that `run` retries TF's spurious duplicate-RunGraph AbortedError.
@@ -199,7 +224,8 @@ def reset_state_row(state, index, initial):
         part[index] = start[0]
 
 
-def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0):
+def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0,
+               timings=None):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -211,6 +237,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
     V(s_T); the act call after a batch is complete also gives, with a curiosity `predictor`, the bonus of every
     step in it. Only a time-limit truncation costs one more call, for V of the truncated state.
     """
+    timings = timings or Timings()
     count = len(envs)
     observations = [env.reset()[0] for env in envs]
     initial = policy.initial_state(1)
@@ -224,8 +251,11 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
         fetches, feed = [], None
         if batch_complete and predictor is not None:
             fetches = [predictor.bonus_per_step]
-            feed = predictor.feed(*transitions([rollout for rollout, _, _ in finished]))
-        actions, values, state, fetched = policy.act_and_fetch(session, observations, state, fetches, feed)
+            feed = predictor.feed_sequences([rollout.observations + [rollout.last_observation]
+                                             for rollout, _, _ in finished],
+                                            [action for rollout, _, _ in finished for action in rollout.actions])
+        with timings.phase("act_and_bonus" if fetches else "act"):
+            actions, values, state, fetched = policy.act_and_fetch(session, observations, state, fetches, feed)
         for rollout, index in awaiting_value:
             rollout.bootstrap_value = float(values[index])
         awaiting_value = []
@@ -242,7 +272,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
             finished = []
         for index, env in enumerate(envs):
             rollout, tally, action = rollouts[index], tallies[index], int(actions[index])
-            next_observation, reward, terminated, truncated, info = env.step(action)
+            with timings.phase("env"):
+                next_observation, reward, terminated, truncated, info = env.step(action)
             rollout.add(observations[index], action, reward, float(values[index]))
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
@@ -255,7 +286,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
                 if not terminated:
                     rollout.bootstrap_value = float(
                         policy.value_of(session, [next_observation], state_row(state, index))[0])
-                observations[index], _ = env.reset()
+                with timings.phase("env"):
+                    observations[index], _ = env.reset()
                 reset_state_row(state, index, initial)
                 tallies[index] = EpisodeTally()
             elif len(rollout) == rollout_len:
@@ -266,25 +298,17 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
             rollouts[index] = PartialRollout(state_row(state, index))
 
 
-def transitions(rollouts):
-    """(s_t, s_t+1, a_t) of every step of `rollouts`, concatenated: what the curiosity predictor is fed."""
-    observations, next_observations, actions = [], [], []
-    for rollout in rollouts:
-        observations += rollout.observations
-        next_observations += rollout.next_observations()
-        actions += rollout.actions
-    return observations, next_observations, actions
-
-
 class RunnerThread(threading.Thread):
     """Plays the environments with the local policy and queues batches of rollouts for the trainer.
 
     A failure is kept in `error` for the trainer to re-raise; the thread never dies silently.
     """
 
-    def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0):
+    def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0,
+                 timings=None):
         super().__init__(name="runner", daemon=True)
         self.envs = envs
+        self.timings = timings or Timings()
         self.policy = policy
         self.predictor = predictor
         self.prediction_beta = prediction_beta
@@ -305,10 +329,11 @@ class RunnerThread(threading.Thread):
     def run(self):
         try:
             batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
-                                 self.predictor, self.prediction_beta)
+                                 self.predictor, self.prediction_beta, self.timings)
             for batch in batches:
-                if not self._put(batch):
-                    return
+                with self.timings.phase("queue_put"):
+                    if not self._put(batch):
+                        return
         except Exception as error:  # handed to the trainer, which re-raises it
             if self.stop_requested.is_set():
                 return  # the session closed under us during shutdown
@@ -521,6 +546,7 @@ class A3C:
         self.last_global_step = 0
         self.updates = 0
         self.steps_trained = 0  # environment steps this worker has trained on
+        self.timings = Timings()
         self._fps_start = None
         self._fps_steps = 0
 
@@ -533,7 +559,7 @@ class A3C:
         self._fps_start = time.time()
         self.runner = RunnerThread(self.envs, self.local_network, self.config.rollout_maxlen,
                                    self.config.queue_size, on_episode_end, self.local_predictor,
-                                   self.config.prediction_beta)
+                                   self.config.prediction_beta, self.timings)
         self.runner.start_runner(self.session)
 
     def stop(self):
@@ -572,20 +598,24 @@ class A3C:
 
     def process(self):
         """One asynchronous update: sync, compute advantages, apply gradients to the global variables."""
-        rollouts = self.pull_batch_from_queue()
+        with self.timings.phase("queue_get"):
+            rollouts = self.pull_batch_from_queue()
         clip = self.config.reward_clip if self.env_wrap else None
-        batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
-                                               self.config.reward_scale) for rollout in rollouts])
-        self.session.run(self.sync)
+        with self.timings.phase("advantages"):
+            batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
+                                                   self.config.reward_scale) for rollout in rollouts])
+        with self.timings.phase("sync"):
+            self.session.run(self.sync)
         pi = self.local_network
         feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
                 pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,
                 self.returns: batch.returns}
         if self.local_predictor is not None:
-            feed.update(self.local_predictor.feed(batch.step_observations, batch.next_observations, batch.actions))
+            feed.update(self.local_predictor.feed_sequences(batch.sequences, batch.actions))
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
         fetches = [self.train_op, self.next_global_step] + ([self.summary_op] if summarise else [])
-        results = self.session.run(fetches, feed)
+        with self.timings.phase("train"):
+            results = self.session.run(fetches, feed)
         self.last_global_step = int(results[1])
         self.updates += 1
         steps = len(batch.actions)

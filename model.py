@@ -263,11 +263,18 @@ def forward_loss_per_step(predicted, target):
 
 class Predictor:
     """What the curiosity predictors share: the transitions they are fed, (s_t, a_t, s_t+1), and the action
-    as an input of the forward model."""
+    as an input of the forward model.
+
+    The frames come once each, with the index of s_t and of s_t+1 among them per transition: along a rollout
+    s_t+1 is the next step's s_t, so a rollout of T steps feeds, and encodes, T + 1 frames instead of 2T.
+    """
 
     def _inputs(self, observation_shape, num_actions):
-        self.s1 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s1")  # [N, *obs]
-        self.s2 = tf1.placeholder(tf.float32, [None, *observation_shape], name="s2")  # [N, *obs]
+        self.frames = tf1.placeholder(tf.float32, [None, *observation_shape], name="frames")  # [M, *obs]
+        self.first = tf1.placeholder(tf.int32, [None], name="first")  # [N]: index of s_t in frames
+        self.second = tf1.placeholder(tf.int32, [None], name="second")  # [N]: index of s_t+1 in frames
+        self.s1 = tf.gather(self.frames, self.first)  # [N, *obs]
+        self.s2 = tf.gather(self.frames, self.second)  # [N, *obs]
         self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
         self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
 
@@ -277,8 +284,20 @@ class Predictor:
         return tf.concat([phi1, tf.stop_gradient(self.action_input)], 1)
 
     def feed(self, observations, next_observations, actions):
-        return {self.s1: np.asarray(observations, np.float32), self.s2: np.asarray(next_observations, np.float32),
+        """Feed for N transitions given as their s_t and s_t+1."""
+        count = len(actions)
+        return {self.frames: np.concatenate([np.asarray(observations, np.float32),
+                                             np.asarray(next_observations, np.float32)]),
+                self.first: np.arange(count), self.second: np.arange(count, 2 * count),
                 self.actions: np.asarray(actions, np.int32)}
+
+    def feed_sequences(self, sequences, actions):
+        """Feed for the transitions along `sequences`, each the frames s_0 .. s_T of one rollout, with the
+        rollouts' `actions` concatenated."""
+        starts = np.cumsum([0] + [len(frames) for frames in sequences[:-1]])
+        first = np.concatenate([start + np.arange(len(frames) - 1) for start, frames in zip(starts, sequences)])
+        return {self.frames: np.concatenate([np.asarray(frames, np.float32) for frames in sequences]),
+                self.first: first, self.second: first + 1, self.actions: np.asarray(actions, np.int32)}
 
 
 class StateActionPredictor(Predictor):
@@ -290,9 +309,8 @@ class StateActionPredictor(Predictor):
         self.head = choose_head(observation_shape, design_head)
         self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
-            phi1 = HEADS[self.head](self.s1)  # [N, F]
-        with tf1.variable_scope("encoder", reuse=True):
-            phi2 = HEADS[self.head](self.s2)  # [N, F]
+            phi = HEADS[self.head](self.frames)  # [M, F]
+        phi1, phi2 = tf.gather(phi, self.first), tf.gather(phi, self.second)  # [N, F] each
         self.feature_size = int(phi1.get_shape()[1])
 
         inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
@@ -337,7 +355,8 @@ class StatePredictor(Predictor):
         self.head = "universe"
         self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
-            phi1 = universe_head(self.s1)  # [N, F]
+            phi = universe_head(self.frames)  # [M, F]
+        phi1 = tf.gather(phi, self.first)  # [N, F]
         self.feature_size = int(phi1.get_shape()[1])
         hidden = tf.nn.relu(linear(self._forward_input(phi1), self.feature_size, "f1",
                                    normalized_columns_initializer(PREDICTOR_INIT_STD)))
@@ -346,8 +365,7 @@ class StatePredictor(Predictor):
         self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
         self.bonus_per_step = self.forward_loss_per_step
         if unsup == "stateAenc":
-            with tf1.variable_scope("encoder", reuse=True):
-                phi2 = universe_head(self.s2)
+            phi2 = tf.gather(phi, self.second)
             self.bonus_per_step = 0.5 * tf.reduce_mean(tf.square(phi1 - phi2), axis=1)  # [N]
         self.var_list = variables_since(variables_before)
 

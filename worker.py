@@ -274,6 +274,16 @@ def run_worker(args):
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
 
 
+def resident_mb(pid="self", field="VmRSS"):
+    """Resident memory of a process in MB, or None if it is gone: all of it (VmRSS), or only its own, not
+    file-backed (RssAnon; TensorFlow's shared libraries alone are about 330 MB of the RSS)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(line.split()[1]) / 1024 for line in handle if line.startswith(field + ":"))
+    except (OSError, StopIteration):
+        return None
+
+
 class Heartbeat:
     """`<log-dir>/status_<task>.json`, rewritten every HEARTBEAT_SECS while training: what status.py shows, and
     how it tells a hung or dead worker (an old heartbeat) from a working one."""
@@ -290,7 +300,8 @@ class Heartbeat:
         rate = (trainer.steps_trained - self.last[1]) / max(now - self.last[0], 1e-6) if self.last else 0.0
         self.last = (now, trainer.steps_trained)
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
-                           steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes)
+                           steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
+                           seconds_in=trainer.timings.snapshot(), rss_mb=resident_mb())
         write_json_atomically(self.path, self.record)
 
 

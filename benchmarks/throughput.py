@@ -16,8 +16,7 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --measurements env training
 """
 import argparse
-import csv
-import glob
+import collections
 import json
 import multiprocessing
 import os
@@ -31,7 +30,9 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import envs  # noqa: E402
+import status  # noqa: E402
 import train  # noqa: E402
+import worker  # noqa: E402
 
 WARMUP_SECS = 10.0
 
@@ -136,7 +137,31 @@ def in_processes(function, env_id, seconds, workers, count):
         return pool.starmap(function, [(env_id, seconds, seed, count) for seed in range(workers)])
 
 
+def worker_status(log_dir, workers):
+    """The workers' heartbeats (status_<i>.json), or None while one is missing."""
+    records = [status.read_json(os.path.join(log_dir, f"status_{task}.json")) for task in range(workers)]
+    return None if any(record is None or "seconds_in" not in record for record in records) else records
+
+
+def memory_mb(log_dir):
+    """Resident MB of the run's processes: the parameter server, each worker, the game engines they started;
+    for the TensorFlow processes also their anonymous (own, not file-backed) part."""
+    found = {}
+    for pid, argv in train.run_processes(log_dir).items():
+        if "--job-name" in argv:
+            role = argv[argv.index("--job-name") + 1]
+            name = "ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"
+            found[name] = worker.resident_mb(pid)
+            found[f"{name} anon"] = worker.resident_mb(pid, "RssAnon")
+            engines = [worker.resident_mb(child) for child in train.descendants([pid])]
+            if any(engines):
+                found[f"{name} engines"] = sum(mb for mb in engines if mb)
+    return {name: round(mb) for name, mb in sorted(found.items()) if mb}
+
+
 def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
+    """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
+    each thread's seconds per environment step by phase (mean over workers) and the processes' memory."""
     log_dir = os.path.join(out, f"train-{workers}x{count}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
@@ -145,20 +170,37 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
-        while time.time() < deadline and len(glob.glob(os.path.join(log_dir, "episodes_*.csv"))) < workers:
+        while time.time() < deadline and worker_status(log_dir, workers) is None:
             time.sleep(1)
-        time.sleep(WARMUP_SECS + seconds)
+        time.sleep(WARMUP_SECS)
+        before = worker_status(log_dir, workers)
+        time.sleep(seconds)
+        after = worker_status(log_dir, workers)
+        memory = memory_mb(log_dir)
     finally:
         train.stop_run(log_dir, None, quiet=True)
         launcher.wait(timeout=60)
-    rows = []
-    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
-        with open(path) as handle:
-            rows += [(float(r["wall_time"]), int(r["global_step"])) for r in csv.DictReader(handle)]
-    rows.sort()
-    window = [row for row in rows if row[0] >= rows[-1][0] - seconds]
-    rate = (window[-1][1] - window[0][1]) / max(window[-1][0] - window[0][0], 1e-9)
-    return [rate / workers] * workers  # the global step counts every worker's steps together
+    if before is None or after is None:
+        raise SystemExit(f"the run in {log_dir} did not start training within 120 s: see its w-*.out")
+    rates, per_step = [], collections.defaultdict(float)
+    for start, end in zip(before, after):
+        steps = end["steps_trained"] - start["steps_trained"]
+        rates.append(steps / (end["time"] - start["time"]))
+        for phase, value in end["seconds_in"].items():
+            per_step[phase] += (value - start["seconds_in"][phase]) / max(steps, 1) / workers
+    return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
+                   "rss_mb": memory}
+
+
+def print_profile(profile):
+    """Where a worker's time goes, per environment step, in each of its two threads."""
+    from a3c import Timings
+
+    micro = profile["microseconds_per_step"]
+    for thread, phases in (("runner", Timings.RUNNER), ("trainer", Timings.TRAINER)):
+        busy = ", ".join(f"{phase} {micro[phase]}" for phase in phases)
+        print(f"{'':>12}{thread} thread, us per env step: {busy} (sum {sum(micro[p] for p in phases)})", flush=True)
+    print(f"{'':>12}resident MB: " + ", ".join(f"{name} {mb}" for name, mb in profile["rss_mb"].items()), flush=True)
 
 
 MEASUREMENTS = {"env": env_alone, "acting": acting_plain, "acting+icm": acting_icm_rollout,
@@ -187,9 +229,10 @@ def main():
         env_rate = None
         for name in args.measurements:
             for count in args.envs_per_worker if name in PER_K else [1]:
+                profile = None
                 if name == "training":
-                    per_worker = training(args.env_id, args.seconds, workers, args.out, args.exp_id, args.unsup,
-                                          count)
+                    per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
+                                                   args.unsup, count)
                 else:
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count)
                 total = sum(per_worker)
@@ -198,8 +241,11 @@ def main():
                 results.append({"workers": workers, "envs_per_worker": count, "measurement": name,
                                 "steps_per_sec_per_worker": round(total / workers, 1),
                                 "aggregate_steps_per_sec": round(total, 1),
-                                "fraction_of_env": round(total / env_rate, 3) if env_rate else None})
+                                "fraction_of_env": round(total / env_rate, 3) if env_rate else None,
+                                **({"profile": profile} if profile else {})})
                 print(f"{workers:>7} {count:>3} {name:>15} {total / workers:>19.0f} {total:>18.0f} {ratio}", flush=True)
+                if profile:
+                    print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "unsup": args.unsup, "cpus": os.cpu_count(), "seconds": args.seconds,
                    "results": results},

@@ -78,8 +78,8 @@ def test_forward_loss_falls_on_a_deterministic_environment(graph):
             batch = trainer.process()
             feed = predictor.feed(batch.step_observations, batch.next_observations, batch.actions)
             history.append(session.run(trainer.predictor.forward_loss, {
-                trainer.predictor.s1: feed[predictor.s1], trainer.predictor.s2: feed[predictor.s2],
-                trainer.predictor.actions: feed[predictor.actions]}))
+                getattr(trainer.predictor, name): feed[getattr(predictor, name)]
+                for name in ("frames", "first", "second", "actions")}))
         trainer.stop()
     assert np.mean(history[-30:]) < 0.3 * np.mean(history[:5])
 
@@ -132,8 +132,8 @@ def test_state_aenc_bonus_is_the_feature_distance_of_consecutive_frames(graph):
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         bonus = session.run(predictor.bonus_per_step, predictor.feed(frames, following, [0, 1, 0]))
-        phi1 = session.run(encoder, {predictor.s1: frames})
-        phi2 = session.run(encoder, {predictor.s1: following})
+        phi1 = session.run(encoder, {predictor.frames: frames})
+        phi2 = session.run(encoder, {predictor.frames: following})
     np.testing.assert_allclose(bonus, 0.5 * np.mean((phi1 - phi2) ** 2, axis=1), rtol=1e-5)
 
 

@@ -140,7 +140,7 @@ def test_a_batch_of_sequences_of_different_lengths_is_the_sum_of_its_sequences(g
         feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
                 pi.state_in.h: batch.features.h, trainer.actions: batch.actions,
                 trainer.advantages: batch.advantages, trainer.returns: batch.returns}
-        feed.update(trainer.local_predictor.feed(batch.step_observations, batch.next_observations, batch.actions))
+        feed.update(trainer.local_predictor.feed_sequences(batch.sequences, batch.actions))
         return session.run([loss, gradients], feed)
 
     with tf1.Session() as session:

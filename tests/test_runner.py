@@ -71,9 +71,9 @@ def test_several_environments_keep_their_own_state_bootstrap_episode_ends_and_bo
     assert a0.terminal and a0.rewards == [0.0, 1.0] and not (b1.episode_end or c1.episode_end)
     assert (b1.bootstrap_value, c1.bootstrap_value) == (30.0, 30.0)  # V(position 3) of each, from the next act
     assert [steps_at_start(r) for r in first] == [0, 0, 0]
-    observations, next_observations, actions = predictor.fed  # the bonus of all 8 steps, in the same act call
-    assert [int(np.argmax(o)) for o in next_observations] == [1, 2, 1, 2, 3, 1, 2, 3]
-    assert len(observations) == len(actions) == 8 and all(r.bonuses == [1.0] * len(r) for r in first)
+    positions, actions = predictor.fed  # the bonus of all 8 steps, in the same act call
+    assert positions == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2, 3]]
+    assert len(actions) == 8 and all(r.bonuses == [1.0] * len(r) for r in first)
     assert [stats.length for stats in finished] == [2]
 
     second = next(batches)  # steps 4-6: env 0 ends two more episodes, env 1 one, env 2 is cut at step 6
@@ -100,8 +100,8 @@ def test_truncated_episode_bootstraps_from_its_last_state():
 class StubPredictor:
     bonus_per_step = "forward loss per step"
 
-    def feed(self, observations, next_observations, actions):
-        self.fed = (observations, next_observations, actions)
+    def feed_sequences(self, sequences, actions):
+        self.fed = ([[int(np.argmax(frame)) for frame in frames] for frames in sequences], actions)
         return {"actions": actions}
 
 
@@ -111,9 +111,8 @@ def test_curiosity_bonus_comes_with_the_next_act_call():
     finished = []
     batches = env_runner([env], policy, None, 4, finished.append, predictor=predictor, prediction_beta=0.5)
     [first] = next(batches)
-    observations, next_observations, actions = predictor.fed
-    assert [int(np.argmax(o)) for o in observations] == [0, 1, 2, 3]
-    assert [int(np.argmax(o)) for o in next_observations] == [1, 2, 3, 4]  # s_t+1 of each step
+    positions, actions = predictor.fed
+    assert positions == [[0, 1, 2, 3, 4]]  # s_0 .. s_4: the frames of 4 transitions, each once
     assert actions == [1, 1, 1, 1] and first.bonuses == [1.0] * 4  # 0.5 x forward loss 2
     [second] = next(batches)
     assert second.terminal and second.bonuses == [1.0] * 3
