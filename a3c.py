@@ -536,7 +536,7 @@ class A3C:
             self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
             batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
             self.next_global_step = self.global_step.assign_add(batch_size)
-            optimizer = tf1.train.AdamOptimizer(config.learning_rate)
+            optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
             self.train_op = tf.group(optimizer.apply_gradients(zip(grads, global_vars)), self.next_global_step)
             self.summary_op = tf1.summary.merge(summaries)
 

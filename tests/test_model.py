@@ -157,6 +157,15 @@ def test_a_batch_of_sequences_of_different_lengths_is_the_sum_of_its_sequences(g
                                    rtol=1e-4, atol=1e-6)
 
 
+def test_adam_epsilon_reaches_the_optimizer(graph):
+    A3C(envs.create_env("Corridor-v0"), 0, constants.Config(lstm_size=8, adam_epsilon=0.1))
+    applies = [op for op in graph.get_operations() if op.type in ("ApplyAdam", "ResourceApplyAdam")]
+    with tf1.Session() as session:
+        # inputs: var, m, v, beta1^t, beta2^t, lr, beta1, beta2, epsilon, gradient
+        epsilons = {round(float(session.run(op.inputs[8])), 6) for op in applies}
+    assert applies and epsilons == {0.1}
+
+
 def test_a3c_learns_the_corridor(graph):
     """A random walk needs ~45 steps for the 8-cell corridor; the optimum is 7. Learned policies settle near
     10 (measured over seeds 0-7: solved in 255-423 updates), the entropy bonus keeping some randomness."""
