@@ -245,7 +245,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
     rollouts = [PartialRollout(state_row(state, k)) for k in range(count)]
     tallies = [EpisodeTally() for _ in range(count)]
     finished = []  # (rollout, index, tally) ended since the last batch, in order
-    awaiting_value = []  # indices of environments whose rollout was cut at the last step: V(s_T) comes next
+    awaiting_value = []  # (rollout, index) cut at the last step: their V(s_T) comes with the next act call
     while True:
         batch_complete = len({index for _, index, _ in finished}) == count
         fetches, feed = [], None
