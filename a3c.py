@@ -75,8 +75,7 @@ SequenceBatch = collections.namedtuple("SequenceBatch", [
     "observations",  # [B, T, *obs], each sequence padded with zeros to the longest
     "lengths",  # [B]
     "features",  # LSTMState of [B, lstm]: each sequence's state at its start
-    "step_observations", "next_observations",  # [N, *obs]: the N = sum(lengths) steps, sequence after sequence
-    "actions", "advantages", "returns",  # [N]
+    "actions", "advantages", "returns",  # [N]: the N = sum(lengths) steps, sequence after sequence
     "sequences",  # per sequence, its frames s_0 .. s_T: what the curiosity predictor is fed
 ])
 
@@ -94,7 +93,7 @@ def stack_batches(batches):
     features = type(batches[0].features)(*(np.concatenate(parts) for parts in zip(*(b.features for b in batches))))
     return SequenceBatch(observations, lengths, features,
                          *(np.concatenate([getattr(batch, name) for batch in batches])
-                           for name in ("observations", "next_observations", "actions", "advantages", "returns")),
+                           for name in ("actions", "advantages", "returns")),
                          [np.concatenate([batch.observations, batch.next_observations[-1:]]) for batch in batches])
 
 

@@ -76,7 +76,7 @@ def test_forward_loss_falls_on_a_deterministic_environment(graph):
         trainer.start(session, None, lambda stats: None)
         for _ in range(300):
             batch = trainer.process()
-            feed = predictor.feed(batch.step_observations, batch.next_observations, batch.actions)
+            feed = predictor.feed_sequences(batch.sequences, batch.actions)
             history.append(session.run(trainer.predictor.forward_loss, {
                 getattr(trainer.predictor, name): feed[getattr(predictor, name)]
                 for name in ("frames", "first", "second", "actions")}))
@@ -152,8 +152,8 @@ def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
         predictor = trainer.local_predictor
         for _ in range(250):
             batch = trainer.process()
-            losses.append(session.run(predictor.forward_loss, predictor.feed(
-                batch.step_observations, batch.next_observations, batch.actions)))
+            losses.append(session.run(predictor.forward_loss, predictor.feed_sequences(
+                batch.sequences, batch.actions)))
         trainer.stop()
     assert bonuses and all(bonus > 0 for bonus in bonuses)
     assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])  # measured: 0.059 -> 0.002 for `state`
