@@ -5,6 +5,7 @@ Data path: `env.step` -> `env_runner` (policy acts) -> `PartialRollout` -> queue
 Only the trainer thread runs train ops; the runner thread only acts.
 """
 import collections
+import concurrent.futures
 import contextlib
 import csv
 import logging
@@ -223,8 +224,29 @@ def reset_state_row(state, index, initial):
         part[index] = start[0]
 
 
+def step_and_reset(env, action):
+    """env.step(action), and env.reset() when the episode ended: the step's five results and the next episode's
+    first observation (None while the episode goes on)."""
+    next_observation, reward, terminated, truncated, info = env.step(action)
+    first_observation = env.reset()[0] if terminated or truncated else None
+    return next_observation, reward, terminated, truncated, info, first_observation
+
+
+@contextlib.contextmanager
+def env_stepper(count, threads):
+    """The `map` env_runner steps its `count` environments with: the builtin, one after another, or with
+    `threads` a thread pool's, side by side (for games whose engines run outside the GIL: see
+    envs.steps_in_threads). A plain pool, not gymnasium's vector environments: those reset by themselves, giving
+    no per-environment rollout boundaries, and their asynchronous form copies every frame between processes."""
+    if not threads or count == 1:
+        yield map
+        return
+    with concurrent.futures.ThreadPoolExecutor(count, "env") as pool:
+        yield pool.map
+
+
 def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0,
-               timings=None):
+               timings=None, step_all=map):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -235,6 +257,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
     [K, rollout_len] unless an episode ended. The act call after a rollout's cut also gives its bootstrap value
     V(s_T); the act call after a batch is complete also gives, with a curiosity `predictor`, the bonus of every
     step in it. Only a time-limit truncation costs one more call, for V of the truncated state.
+    `step_all(step_and_reset, envs, actions)` steps the environments (see env_stepper); their results are taken
+    in order, so the data do not depend on how they were stepped.
     """
     timings = timings or Timings()
     count = len(envs)
@@ -269,10 +293,10 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
                     on_episode_end(tally.stats(truncated=not rollout.terminal))
             yield [rollout for rollout, _, _ in finished]
             finished = []
-        for index, env in enumerate(envs):
+        with timings.phase("env"):
+            steps = list(step_all(step_and_reset, envs, [int(action) for action in actions]))
+        for index, (next_observation, reward, terminated, truncated, info, first_observation) in enumerate(steps):
             rollout, tally, action = rollouts[index], tallies[index], int(actions[index])
-            with timings.phase("env"):
-                next_observation, reward, terminated, truncated, info = env.step(action)
             rollout.add(observations[index], action, reward, float(values[index]))
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
@@ -285,8 +309,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
                 if not terminated:
                     rollout.bootstrap_value = float(
                         policy.value_of(session, [next_observation], state_row(state, index))[0])
-                with timings.phase("env"):
-                    observations[index], _ = env.reset()
+                observations[index] = first_observation
                 reset_state_row(state, index, initial)
                 tallies[index] = EpisodeTally()
             elif len(rollout) == rollout_len:
@@ -304,9 +327,10 @@ class RunnerThread(threading.Thread):
     """
 
     def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0,
-                 timings=None):
+                 timings=None, env_threads=False):
         super().__init__(name="runner", daemon=True)
         self.envs = envs
+        self.env_threads = env_threads
         self.timings = timings or Timings()
         self.policy = policy
         self.predictor = predictor
@@ -327,12 +351,13 @@ class RunnerThread(threading.Thread):
 
     def run(self):
         try:
-            batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
-                                 self.predictor, self.prediction_beta, self.timings)
-            for batch in batches:
-                with self.timings.phase("queue_put"):
-                    if not self._put(batch):
-                        return
+            with env_stepper(len(self.envs), self.env_threads) as step_all:
+                batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
+                                     self.predictor, self.prediction_beta, self.timings, step_all)
+                for batch in batches:
+                    with self.timings.phase("queue_put"):
+                        if not self._put(batch):
+                            return
         except Exception as error:  # handed to the trainer, which re-raises it
             if self.stop_requested.is_set():
                 return  # the session closed under us during shutdown
@@ -476,13 +501,14 @@ class A3C:
     """Global policy on the parameter server, a local copy per worker, and the asynchronous update."""
 
     def __init__(self, env, task, config, design_head=None, env_wrap=False, unsup="none", global_device=None,
-                 local_device=None):
+                 local_device=None, env_threads=False):
         if unsup not in CURIOSITY_CHOICES:
             raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_CHOICES)}")
         self.envs = list(env) if isinstance(env, (list, tuple)) else [env]
         self.task = task
         self.config = config
         self.env_wrap = env_wrap
+        self.env_threads = env_threads  # step the environments side by side (see env_stepper)
         def networks():
             return build_networks(self.envs[0], config, design_head, unsup)
 
@@ -558,7 +584,7 @@ class A3C:
         self._fps_start = time.time()
         self.runner = RunnerThread(self.envs, self.local_network, self.config.rollout_maxlen,
                                    self.config.queue_size, on_episode_end, self.local_predictor,
-                                   self.config.prediction_beta, self.timings)
+                                   self.config.prediction_beta, self.timings, self.env_threads)
         self.runner.start_runner(self.session)
 
     def stop(self):

@@ -563,6 +563,14 @@ def paper_preprocessing(env_id, env_wrap):
     return bool(env_wrap) or env_family(env_id) in ("doom", "mario")
 
 
+def steps_in_threads(env_id):
+    """Whether a worker's several environments of `env_id` should step in threads, side by side: the game's
+    engine runs without Python's GIL (ViZDoom in its own process, nes-py through ctypes, ale-py's C++). Measured
+    with 8 environments on 2 cores, threads against one after another: Doom 2.0x, Mario 1.8x, Pong 1.16x;
+    CartPole 0.2x (its step is cheaper than the hand-off to a thread)."""
+    return env_family(env_id) in ("doom", "mario", "atari")
+
+
 def startup_delay(env_id, task):
     """Seconds worker `task` waits before starting its game engine: launches of many at once are fragile."""
     return task * STARTUP_STAGGER_SECONDS if env_family(env_id) in ("doom", "mario") else 0.0

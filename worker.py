@@ -214,8 +214,9 @@ def run_worker(args):
     first = make_env("human" if args.visualise else None)  # --visualise shows the first environment
     config = effective_config(args, first)
     worker_envs = [first] + [make_env() for _ in range(config.envs_per_worker - 1)]
-    logger.info("playing %d %s environment%s at once", len(worker_envs), args.env_id,
-                "s" if len(worker_envs) > 1 else "")
+    env_threads = envs.steps_in_threads(args.env_id) and len(worker_envs) > 1
+    logger.info("playing %d %s environment%s at once%s", len(worker_envs), args.env_id,
+                "s" if len(worker_envs) > 1 else "", ", stepped side by side in threads" if env_threads else "")
     for index, env in enumerate(worker_envs):  # worker i's k-th environment: seed + i K + k, unique in the run
         env.reset(seed=config.seed + task * config.envs_per_worker + index)
         env.action_space.seed(config.seed + task * config.envs_per_worker + index)
@@ -225,7 +226,7 @@ def run_worker(args):
         trainer = A3C(worker_envs, task, config, design_head=args.design_head,
                       env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
                       global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
-                      local_device=worker_device)
+                      local_device=worker_device, env_threads=env_threads)
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
     variables_to_save = [v for v in tf1.global_variables() if not v.name.startswith("local")]

@@ -59,7 +59,7 @@ def acting(env_id, seconds, seed, bonus="none", count=1):
     original did (one environment)."""
     import tensorflow as tf
 
-    from a3c import env_runner
+    from a3c import env_runner, env_stepper
     from model import LSTMPolicy, StateActionPredictor
 
     tf1 = tf.compat.v1
@@ -72,13 +72,14 @@ def acting(env_id, seconds, seed, bonus="none", count=1):
     with tf1.variable_scope("predictor"):
         predictor = StateActionPredictor(shape, num_actions) if bonus != "none" else None
     config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
-    with tf1.Session(config=config) as session:
+    with tf1.Session(config=config) as session, env_stepper(count, envs.steps_in_threads(env_id)) as step_all:
         session.run(tf1.global_variables_initializer())
         if bonus == "per-step":
             steps = per_step_bonus_loop(session, env, policy, predictor)
         else:
             steps = (sum(len(rollout) for rollout in batch)
-                     for batch in env_runner(worker_envs, policy, session, 20, lambda stats: None, predictor, 0.01))
+                     for batch in env_runner(worker_envs, policy, session, 20, lambda stats: None, predictor, 0.01,
+                                             step_all=step_all))
         try:
             return timed_rate(steps, seconds)
         finally:

@@ -79,3 +79,9 @@ def test_long_corridor_is_hard_for_a_random_walk():
     for _ in range(63):
         _, reward, terminated, _, _ = env.step(1)
     assert terminated and reward == 1.0, "walking right 63 times reaches the end"
+
+
+def test_only_games_whose_engines_leave_the_gil_step_in_threads():
+    assert envs.steps_in_threads("doom") and envs.steps_in_threads("mario-1-1")
+    assert envs.steps_in_threads("PongDeterministic-v4")
+    assert not envs.steps_in_threads("CartPole-v1") and not envs.steps_in_threads("CorridorLong-v0")

@@ -2,13 +2,14 @@
 import collections
 import csv
 import queue
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import envs
-from a3c import EpisodeStats, RunnerThread, env_runner
+from a3c import EpisodeStats, RunnerThread, env_runner, env_stepper
 
 
 Counts = collections.namedtuple("Counts", ["steps"])  # a stand-in LSTM state: [K, 1] steps acted on per env
@@ -59,24 +60,39 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert policy.calls == 10 + 1
 
 
-def test_several_environments_keep_their_own_state_bootstrap_episode_ends_and_bonuses():
+class ThreadNoting(envs.Corridor):
+    """A corridor that notes which thread stepped it."""
+
+    def step(self, action):
+        self.stepped_in = threading.current_thread().name
+        return super().step(action)
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["one-after-another", "in-threads"])
+def test_several_environments_keep_their_own_state_bootstrap_episode_ends_and_bonuses(threads):
     # Corridors of 3, 5 and 8 cells, walked right: their episodes end after 2, 4 and 7 steps.
-    corridors = [envs.Corridor(length) for length in (3, 5, 8)]
+    corridors = [ThreadNoting(length) for length in (3, 5, 8)]
     policy, predictor, finished = CountingPolicy(), StubPredictor(), []
-    batches = env_runner(corridors, policy, None, 3, finished.append, predictor=predictor, prediction_beta=0.5)
-    first = next(batches)
+    with env_stepper(len(corridors), threads) as step_all:
+        batches = env_runner(corridors, policy, None, 3, finished.append, predictor=predictor, prediction_beta=0.5,
+                             step_all=step_all)
+        first = next(batches)
+        calls_for_first, fed_for_first, ended_by_first = policy.calls, predictor.fed, list(finished)
+        second = next(batches)
+    # the same data either way; only where the steps ran differs
+    assert all(corridor.stepped_in.startswith("env_") == threads for corridor in corridors)
     # a batch is complete once every environment ended a rollout: steps 1-3, one act call per step for all
-    assert [len(r) for r in first] == [2, 3, 3] and policy.calls == 3 + 1
+    assert [len(r) for r in first] == [2, 3, 3] and calls_for_first == 3 + 1
     a0, b1, c1 = first
     assert a0.terminal and a0.rewards == [0.0, 1.0] and not (b1.episode_end or c1.episode_end)
     assert (b1.bootstrap_value, c1.bootstrap_value) == (30.0, 30.0)  # V(position 3) of each, from the next act
     assert [steps_at_start(r) for r in first] == [0, 0, 0]
-    positions, actions = predictor.fed  # the bonus of all 8 steps, in the same act call
+    positions, actions = fed_for_first  # the bonus of all 8 steps, in the same act call
     assert positions == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2, 3]]
     assert len(actions) == 8 and all(r.bonuses == [1.0] * len(r) for r in first)
-    assert [stats.length for stats in finished] == [2]
+    assert [stats.length for stats in ended_by_first] == [2]
 
-    second = next(batches)  # steps 4-6: env 0 ends two more episodes, env 1 one, env 2 is cut at step 6
+    # steps 4-6: env 0 ends two more episodes, env 1 one, env 2 is cut at step 6
     a1, b2, a2, c2 = second
     assert [len(r) for r in second] == [2, 1, 2, 3] and policy.calls == 6 + 1
     assert a1.terminal and b2.terminal and a2.terminal and not c2.episode_end and c2.bootstrap_value == 60.0
