@@ -38,8 +38,12 @@ def discount(x, gamma):
     return scipy.signal.lfilter([1.0], [1.0, -gamma], x[::-1], axis=0)[::-1]
 
 
-Batch = collections.namedtuple("Batch", ["observations", "actions", "advantages", "returns", "features",
-                                         "next_observations"])
+Batch = collections.namedtuple("Batch", [
+    "observations",  # [T, *obs]: s_0 .. s_T-1, a view of `frames`
+    "actions", "advantages", "returns",  # [T]
+    "features",  # the LSTM state at the rollout's start
+    "frames",  # [T + 1, *obs]: s_0 .. s_T, every frame of the rollout copied once
+])
 
 
 def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_scale=1.0):
@@ -64,12 +68,13 @@ def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_sca
     returns = discount(np.append(rewards, bootstrap), gamma)[:-1]
     deltas = rewards + gamma * values[1:] - values[:-1]
     advantages = discount(deltas, gamma * gae_lambda)
-    return Batch(observations=np.asarray(rollout.observations, np.float32),
+    frames = np.asarray(rollout.observations + [rollout.last_observation], np.float32)
+    return Batch(observations=frames[:-1],
                  actions=np.asarray(rollout.actions, np.int32),
                  advantages=advantages.astype(np.float32),
                  returns=returns.astype(np.float32),
                  features=rollout.features,
-                 next_observations=np.asarray(rollout.next_observations(), np.float32))
+                 frames=frames)
 
 
 SequenceBatch = collections.namedtuple("SequenceBatch", [
@@ -95,7 +100,7 @@ def stack_batches(batches):
     return SequenceBatch(observations, lengths, features,
                          *(np.concatenate([getattr(batch, name) for batch in batches])
                            for name in ("actions", "advantages", "returns")),
-                         [np.concatenate([batch.observations, batch.next_observations[-1:]]) for batch in batches])
+                         [batch.frames for batch in batches])
 
 
 class PartialRollout:

@@ -64,10 +64,11 @@ def test_bonus_is_added_to_the_reward_and_the_sum_clipped():
     np.testing.assert_allclose(process_rollout(r, 1.0, 1.0, reward_clip=1.0).returns, [1.25, 0.25])
 
 
-def test_next_observations_end_with_the_last_one():
+def test_frames_end_with_the_state_after_the_last_step():
     batch = process_rollout(rollout([0.0, 0.0], [0.0, 0.0]), GAMMA)
-    assert batch.next_observations.shape == (2, 2)
-    np.testing.assert_array_equal(batch.next_observations[-1], np.ones(2))
+    assert batch.frames.shape == (3, 2) and batch.observations.shape == (2, 2)
+    np.testing.assert_array_equal(batch.frames[-1], np.ones(2))
+    np.testing.assert_array_equal(batch.frames[:-1], batch.observations)
 
 
 def test_extend_joins_rollouts_of_one_episode_only():
