@@ -9,6 +9,7 @@ This module must not import TensorFlow: the launcher uses it to validate flags b
 import dataclasses
 import json
 import os
+import time
 from dataclasses import dataclass, field, fields
 
 
@@ -194,6 +195,53 @@ def read_run_config(log_dir):
             return json.load(handle)
     except (OSError, json.JSONDecodeError) as error:
         raise ConfigError(f"{path} is unreadable ({error}); move it away or use another --log-dir") from None
+
+
+def relaunch_config(saved, overrides, preset="auto"):
+    """The Config of a relaunch into a log directory whose `config.json` is `saved`: the saved hyper-parameters
+    (the run's truth, whatever the defaults have become since), with a newly named preset and this launch's
+    `--set` on top; and what that changes, {name: (before, after)}. Fields newer than the saved run take their
+    defaults and are not changes."""
+    known = {f.name for f in fields(Config)}
+    base = dataclasses.replace(Config(), **{name: value for name, value in saved["hyperparameters"].items()
+                                            if name in known})
+    items = [] if preset in ("auto", saved.get("preset")) else [f"{n}={v}" for n, v in PRESETS[preset].items()]
+    config = apply_overrides(base, items + list(overrides or []))
+    before = base.to_dict()
+    return config, {name: (before[name], value) for name, value in config.to_dict().items() if value != before[name]}
+
+
+def check_relaunch(log_dir, overrides, preset, allow_change):
+    """(Config, changes) of a relaunch into `log_dir` (see relaunch_config), or (None, {}) for a new run.
+    ConfigError when it would change a hyper-parameter without `allow_change` (`--allow-config-change`)."""
+    saved = read_run_config(log_dir)
+    if not saved or "hyperparameters" not in saved:
+        return None, {}
+    config, changes = relaunch_config(saved, overrides, preset)
+    if changes and not allow_change:
+        listed = ", ".join(f"{name} {before!r} -> {after!r}" for name, (before, after) in changes.items())
+        raise ConfigError(f"{log_dir} holds a run trained with other hyper-parameters ({listed}): add "
+                          f"--allow-config-change to resume it with these (the change is logged in {CONFIG_FILE}), "
+                          f"or use another --log-dir")
+    return config, changes
+
+
+def record_config_change(log_dir, config, changes):
+    """Apply a relaunch's allowed `changes` to `<log-dir>/config.json`, keeping their history under "changes"."""
+    record = read_run_config(log_dir)
+    record["hyperparameters"] = config.to_dict()
+    record.setdefault("changes", []).append({
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "values": {name: [before, after] for name, (before, after) in changes.items()}})
+    write_json_atomically(os.path.join(log_dir, CONFIG_FILE), record)
+
+
+def write_json_atomically(path, record):
+    """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+    os.replace(temporary, path)
 
 
 def check_same_run(log_dir, run_flags):

@@ -169,6 +169,8 @@ def parse_args(argv=None):
         help="override a hyper-parameter of constants.py (repeatable); see --help-config")
     add("--envs-per-worker", type=int, default=None, metavar="K", help="environments each worker plays at once "
         "(the same as --set envs_per_worker=K; default: the preset's)")
+    add("--allow-config-change", action="store_true", help="let a relaunch resume a run with hyper-parameters "
+        "other than those in its config.json (recorded there under \"changes\"); without it such a relaunch stops")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
     add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
     add("--eval-every", type=int, default=None, metavar="STEPS", help="run an evaluation process beside the "
@@ -207,6 +209,14 @@ def check_args(args):
         envs.check_env_id(args.env_id)
         constants.config_from_overrides(args.overrides, "paper" if args.preset == "auto" else args.preset)
     except (envs.EnvError, constants.ConfigError) as error:
+        raise LaunchError(str(error)) from None
+
+
+def check_relaunch(log_dir, args):
+    """(Config, changes) of a relaunch (constants.check_relaunch), as a LaunchError when not allowed."""
+    try:
+        return constants.check_relaunch(log_dir, args.overrides, args.preset, args.allow_config_change)
+    except constants.ConfigError as error:
         raise LaunchError(str(error)) from None
 
 
@@ -439,6 +449,7 @@ def main(argv=None):
             print(script_texts(plan)[0], end="")
             return 0
         check_log_dir(plan.log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
+        config_change = check_relaunch(plan.log_dir, args)
         check_not_running(plan.log_dir)
         check_ports(plan)
         if args.mode == "tmux":
@@ -446,6 +457,10 @@ def main(argv=None):
     except LaunchError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
+    if config_change[1]:
+        constants.record_config_change(plan.log_dir, *config_change)
+        print("resuming with changed hyper-parameters: " + ", ".join(
+            f"{name} {before!r} -> {after!r}" for name, (before, after) in config_change[1].items()))
     write_scripts(plan)
     if args.mode == "tmux":
         launch_tmux(plan)

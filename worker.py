@@ -7,7 +7,6 @@ parameter server (between-graph replication). Worker 0 is the chief: it initiali
 variables and checkpoints them every `checkpoint_secs`.
 """
 import argparse
-import json
 import logging
 import os
 import signal
@@ -71,19 +70,12 @@ def run_flags(args):
             "num_workers": len(args.worker_hosts.split(","))}
 
 
-def write_json_atomically(path, record):
-    """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
-    os.replace(temporary, path)
-
-
-def write_config(log_dir, args, preset, config):
-    """`<log-dir>/config.json`: every effective hyper-parameter and the run's flags."""
+def write_config(log_dir, args, preset, config, saved=None):
+    """`<log-dir>/config.json`: every effective hyper-parameter and the run's flags, and the history of changes
+    allowed on relaunches (from `saved`, the file as it was)."""
     record = {"run": run_flags(args), "preset": preset, "hyperparameters": config.to_dict(), "argv": sys.argv,
-              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    write_json_atomically(os.path.join(log_dir, constants.CONFIG_FILE), record)
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S"), "changes": (saved or {}).get("changes", [])}
+    constants.write_json_atomically(os.path.join(log_dir, constants.CONFIG_FILE), record)
 
 
 def import_tf():
@@ -185,14 +177,25 @@ class StopFlag:
 
 
 def effective_config(args, env):
-    """The preset for this environment with the --set overrides on top, logged and written to config.json."""
-    preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
-                                      envs.env_family(args.env_id))
-    config = constants.config_from_overrides(args.overrides, preset)
+    """The run's hyper-parameters, logged and written to config.json: those saved in config.json when the run
+    resumes (train.py has applied any change it was allowed to make), else the preset for this environment;
+    --set on top."""
+    saved = constants.read_run_config(args.log_dir)
+    if saved and "hyperparameters" in saved:
+        config, changes = constants.relaunch_config(saved, args.overrides, args.preset)
+        if changes:
+            raise UsageError(f"{args.log_dir}/{constants.CONFIG_FILE} has other hyper-parameters "
+                             f"({', '.join(changes)}); relaunch with train.py --allow-config-change to change them")
+        preset = saved.get("preset", args.preset)
+        logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, constants.CONFIG_FILE)
+    else:
+        preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
+                                          envs.env_family(args.env_id))
+        config = constants.config_from_overrides(args.overrides, preset)
     logger.info("preset %s", preset)
     for key, value in config.to_dict().items():
         logger.info("hyper-parameter %s = %r", key, value)
-    write_config(args.log_dir, args, preset, config)
+    write_config(args.log_dir, args, preset, config, saved)
     return config
 
 
@@ -303,7 +306,7 @@ class Heartbeat:
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
                            seconds_in=trainer.timings.snapshot(), rss_mb=resident_mb())
-        write_json_atomically(self.path, self.record)
+        constants.write_json_atomically(self.path, self.record)
 
 
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,

@@ -1,4 +1,6 @@
 """The launcher: commands for each mode, --dry-run, and one-line errors for bad input."""
+import dataclasses
+import json
 import os
 import signal
 import socket
@@ -8,6 +10,7 @@ import time
 
 import pytest
 
+import constants
 import train
 from conftest import ROOT
 
@@ -116,6 +119,41 @@ def test_log_dir_of_another_environment(tmp_path):
     (tmp_path / "config.json").write_text('{"run": {"env_id": "Acrobot-v1"}}')
     result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "39")
     assert_one_line_error(result, "holds a run with env_id='Acrobot-v1'")
+
+
+def saved_run(log_dir, **hyperparameters):
+    """A config.json as a classic-control run writes it, with some hyper-parameters off their defaults."""
+    config = dataclasses.replace(constants.config_from_overrides([], "classic"), **hyperparameters)
+    record = {"run": {"env_id": "CartPole-v1", "design_head": None, "unsup": "none", "env_wrap": False},
+              "preset": "classic", "hyperparameters": config.to_dict()}
+    (log_dir / "config.json").write_text(json.dumps(record))
+    return config
+
+
+def test_relaunch_with_other_hyperparameters_stops_unless_allowed(tmp_path):
+    saved_run(tmp_path)
+    result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "41",
+                       "--set", "gamma=0.95", "--envs-per-worker", "4")
+    assert_one_line_error(result, "holds a run trained with other hyper-parameters (gamma 0.99 -> 0.95, "
+                                  "envs_per_worker 1 -> 4): add --allow-config-change")
+    assert json.loads((tmp_path / "config.json").read_text())["hyperparameters"]["gamma"] == 0.99, "untouched"
+
+
+def test_a_relaunch_resumes_the_saved_hyperparameters_not_todays_defaults(tmp_path):
+    # a run saved before the classic preset's adam_epsilon became 0.1 keeps its own 1e-8
+    saved = saved_run(tmp_path, adam_epsilon=1e-8, learning_rate=3e-4)
+    config, changes = constants.check_relaunch(str(tmp_path), [], "auto", allow_change=False)
+    assert config == saved and changes == {}
+    config, changes = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", allow_change=True)
+    assert changes == {"learning_rate": (3e-4, 1e-4)} and config.adam_epsilon == 1e-8
+    constants.record_config_change(str(tmp_path), config, changes)
+    record = json.loads((tmp_path / "config.json").read_text())
+    assert record["hyperparameters"]["learning_rate"] == 1e-4
+    assert record["changes"][0]["values"] == {"learning_rate": [3e-4, 1e-4]}
+    assert constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", False) == (config, {})
+    # naming another preset is a change as well
+    with pytest.raises(constants.ConfigError, match="entropy_beta 0.001 -> 0.0005"):
+        constants.check_relaunch(str(tmp_path), [], "mario", allow_change=False)
 
 
 def test_pretrain_from_nowhere(tmp_path):
