@@ -84,6 +84,9 @@ def test_forward_loss_falls_on_a_deterministic_environment(graph):
     assert np.mean(history[-30:]) < 0.3 * np.mean(history[:5])
 
 
+MAX_UPDATES = 2000  # a bound on waits for episodes: Corridor-v0's time limit ends one every 64 steps at most
+
+
 def test_no_reward_trains_on_the_bonus_alone(graph):
     trainer = A3C(envs.create_env("Corridor-v0", seed=0, no_reward=True), 0, constants.Config(lstm_size=16),
                   unsup="action")
@@ -91,9 +94,10 @@ def test_no_reward_trains_on_the_bonus_alone(graph):
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         trainer.start(session, None, finished.append)
-        while len(finished) < 10:
+        while len(finished) < 10 and trainer.updates < MAX_UPDATES:
             trainer.process()
         trainer.stop()
+    assert len(finished) >= 10, f"10 episodes not ended in {MAX_UPDATES} updates"
     assert all(stats.reward == 0.0 for stats in finished)
     assert all(stats.bonus > 0.0 for stats in finished)
     assert any(stats.env_reward == 1.0 for stats in finished), "the game's own reward is still reported"

@@ -116,11 +116,15 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
         def scripts():
             return sorted(os.path.basename(argv[1]) for argv in train.run_processes(str(log_dir)).values())
 
-        deadline = time.time() + 30  # the status window's shell may still be starting its command
-        while time.time() < deadline and ("w-1" not in tmux_pane(session, "status") or len(scripts()) < 4):
+        def status_shows_both():
+            pane = tmux_pane(session, "status")
+            return "w-0     training" in pane and "w-1" in pane
+
+        deadline = time.time() + 60  # the status window's shell may still be starting, and refreshes every 2 s
+        while time.time() < deadline and not (status_shows_both() and len(scripts()) == 4):
             time.sleep(1)
         assert scripts() == ["status.py"] + ["worker.py"] * 3
-        assert "w-0     training" in tmux_pane(session, "status") and "w-1" in tmux_pane(session, "status")
+        assert status_shows_both(), tmux_pane(session, "status")
     finally:
         stop = subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, text=True, timeout=120)
     assert stop.returncode == 0, stop.stderr
