@@ -211,15 +211,26 @@ def relaunch_config(saved, overrides, preset="auto"):
     return config, {name: (before[name], value) for name, value in config.to_dict().items() if value != before[name]}
 
 
+# Fields that steer the run, not what it learns: a relaunch may change them without being asked (a longer step
+# budget is the usual reason to relaunch), and the change is recorded like any other.
+RUN_CONTROLS = ("max_global_steps", "checkpoint_secs", "summary_every_updates")
+
+
+def guarded(changes):
+    """The changes that need --allow-config-change: all but those of RUN_CONTROLS."""
+    return {name: change for name, change in changes.items() if name not in RUN_CONTROLS}
+
+
 def check_relaunch(log_dir, overrides, preset, allow_change):
     """(Config, changes) of a relaunch into `log_dir` (see relaunch_config), or (None, {}) for a new run.
-    ConfigError when it would change a hyper-parameter without `allow_change` (`--allow-config-change`)."""
+    ConfigError when it would change a hyper-parameter outside RUN_CONTROLS without `allow_change`
+    (`--allow-config-change`)."""
     saved = read_run_config(log_dir)
     if not saved or "hyperparameters" not in saved:
         return None, {}
     config, changes = relaunch_config(saved, overrides, preset)
-    if changes and not allow_change:
-        listed = ", ".join(f"{name} {before!r} -> {after!r}" for name, (before, after) in changes.items())
+    if guarded(changes) and not allow_change:
+        listed = ", ".join(f"{name} {before!r} -> {after!r}" for name, (before, after) in guarded(changes).items())
         raise ConfigError(f"{log_dir} holds a run trained with other hyper-parameters ({listed}): add "
                           f"--allow-config-change to resume it with these (the change is logged in {CONFIG_FILE}), "
                           f"or use another --log-dir")

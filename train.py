@@ -11,11 +11,14 @@ This module does not import TensorFlow.
 """
 import argparse
 import collections
+import fcntl
 import os
+import select
 import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -35,6 +38,10 @@ MAX_EXP_ID = 500  # keeps every port below 65536
 DEFAULT_NUM_WORKERS = os.cpu_count() or 1  # one worker per core: workers are CPU-bound, the PS is nearly idle
 STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
 MODES = ("tmux", "nohup", "child")
+NETWORKS = ("isolated", "host")
+HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that keeps a run's network namespace
+HOLDER_START_SECS = 10.0
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
 DEFAULT_SESSION = "a3c"
 
 Process = collections.namedtuple("Process", ["name", "argv"])
@@ -130,6 +137,63 @@ def script_texts(plan):
     return "\n".join(cmd) + "\n", "\n".join(kill) + "\n"
 
 
+# ---------------------------------------------------------------- the run's own network
+
+class IsolationUnavailable(Exception):
+    """This machine cannot give the run a network namespace; the message says why."""
+
+
+def isolate(plan, holder_pid):
+    """The plan with the parameter server and workers run inside the network namespace of `holder_pid`, where
+    only their own loopback exists: TensorFlow's gRPC servers bind every interface and have no authentication,
+    and there nothing but the run's own processes can reach them. TensorBoard, status and evaluation only read
+    files and stay on the host."""
+    enter = ["nsenter", f"--target={holder_pid}", "--user", "--net", "--preserve-credentials", "--"]
+    processes = [Process(p.name, enter + p.argv) if p.name == "ps" or p.name.startswith("w-") else p
+                 for p in plan.processes]
+    return plan._replace(processes=processes)
+
+
+def start_network_holder(log_dir):
+    """Start the process that owns the run's network namespace (`unshare --user --map-root-user --net`, which
+    needs no privileges where user namespaces are allowed) and return its pid once its loopback is up."""
+    if shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        raise IsolationUnavailable("unshare/nsenter (util-linux) not found")
+    argv = ["unshare", "--user", "--map-root-user", "--net", "--", sys.executable, os.path.abspath(__file__),
+            HOLDER_FLAG, "--log-dir", log_dir]
+    holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    answered = select.select([holder.stdout], [], [], HOLDER_START_SECS)[0]
+    if answered and holder.stdout.readline().strip() == "ready":
+        holder.stdout.close()
+        holder.stderr.close()
+        return holder.pid
+    holder.kill()
+    error = holder.communicate(timeout=5)[1].strip().splitlines()
+    raise IsolationUnavailable(error[-1] if error else f"no answer in {HOLDER_START_SECS:.0f} s")
+
+
+def loopback_up():
+    """`ip link set lo up`, without needing iproute2: a new network namespace starts with its loopback down."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sh22x", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sh22x", b"lo", 0)))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | IFF_UP))
+
+
+def hold_network():
+    """The holder's life, inside its new namespace: loopback up, "ready" to the launcher, then wait for the
+    run's stop (kill.sh finds it by its command line, which names the log directory)."""
+    loopback_up()
+    print("ready", flush=True)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(devnull, stream)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal stops the run through its launcher
+    while True:
+        signal.pause()
+
+
 # ---------------------------------------------------------------- checks before launching
 
 def parse_args(argv=None):
@@ -169,6 +233,10 @@ def parse_args(argv=None):
         help="override a hyper-parameter of constants.py (repeatable); see --help-config")
     add("--envs-per-worker", type=int, default=None, metavar="K", help="environments each worker plays at once "
         "(the same as --set envs_per_worker=K; default: the preset's)")
+    add("--network", choices=NETWORKS, default="isolated", help="isolated: the parameter server and workers "
+        "run in a network namespace of their own, reachable from no other host (and from no other process of "
+        "this one); host: on this machine's network, where their ports answer on every interface")
+    add(HOLDER_FLAG, action="store_true", help=argparse.SUPPRESS)
     add("--allow-config-change", action="store_true", help="let a relaunch resume a run with hyper-parameters "
         "other than those in its config.json (recorded there under \"changes\"); without it such a relaunch stops")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
@@ -247,8 +315,9 @@ def port_in_use(port):
     return False
 
 
-def check_ports(plan):
-    ports = [plan.ps_port] + plan.worker_ports + ([plan.tb_port] if plan.tb_port else [])
+def check_ports(plan, cluster=True):
+    """The ports the run will open on this machine are free: TensorBoard's, and the cluster's unless isolated."""
+    ports = ([plan.ps_port] + plan.worker_ports if cluster else []) + ([plan.tb_port] if plan.tb_port else [])
     busy = [port for port in ports if port_in_use(port)]
     if busy:
         raise LaunchError(f"port(s) {', '.join(map(str, busy))} already in use: stop the run using them "
@@ -279,7 +348,8 @@ def run_processes(log_dir):
         except OSError:
             continue
         pairs = set(zip(argv, argv[1:]))
-        ours = any(script in argv for script in (WORKER_SCRIPT, DEMO_SCRIPT, STATUS_SCRIPT, "tensorboard.main"))
+        ours = (any(script in argv for script in (WORKER_SCRIPT, DEMO_SCRIPT, STATUS_SCRIPT, "tensorboard.main"))
+                or HOLDER_FLAG in argv)
         if ours and (("--log-dir", log_dir) in pairs or ("--logdir", log_dir) in pairs):
             found[int(entry)] = argv
     return found
@@ -414,9 +484,14 @@ def stop_run(log_dir, session, quiet=False):
               + (f" and tmux session '{session}'" if killed_session else ""))
 
 
-def announce(plan):
+def announce(plan, isolated):
     print(f"Run '{plan.session}': 1 parameter server, {sum(p.name.startswith('w-') for p in plan.processes)} "
           f"workers; logs, checkpoints and CSVs in {plan.log_dir}")
+    if isolated:
+        print("  network:      the cluster runs in a network namespace of its own: no port of it is open here")
+    else:
+        print(f"  network:      the cluster's ports {plan.ps_port}-{plan.worker_ports[-1]} answer on every interface "
+              f"of this machine, without authentication: keep them behind a firewall")
     if plan.mode == "tmux":
         print(f"  attach:       tmux attach -t {plan.session}   (windows: "
               f"{', '.join(p.name for p in plan.processes)})")
@@ -429,6 +504,8 @@ def announce(plan):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.hold_network:
+        return hold_network()
     if args.help_config:
         for name, value in constants.Config().to_dict().items():
             print(f"{name} = {value!r}\n    {constants.HELP[name]}")
@@ -446,17 +523,33 @@ def main(argv=None):
                                args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain,
                                args.eval_every, args.eval_episodes)
         if args.dry_run:
+            if args.network == "isolated":
+                print("# ps and w-* would run inside the run's own network namespace: nsenter --target=<pid of "
+                      "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
             print(script_texts(plan)[0], end="")
             return 0
         check_log_dir(plan.log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
         config_change = check_relaunch(plan.log_dir, args)
         check_not_running(plan.log_dir)
-        check_ports(plan)
+        check_ports(plan, cluster=args.network == "host")
         if args.mode == "tmux":
             check_tmux(plan.session)
     except LaunchError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
+    isolated = args.network == "isolated"
+    if isolated:
+        try:
+            plan = isolate(plan, start_network_holder(plan.log_dir))
+        except IsolationUnavailable as why:
+            isolated = False
+            print(f"train.py: warning: cannot give the run a network namespace ({why}); it uses this machine's "
+                  f"network (--network host)", file=sys.stderr)
+            try:
+                check_ports(plan)
+            except LaunchError as error:
+                print(f"train.py: error: {error}", file=sys.stderr)
+                return 2
     if config_change[1]:
         constants.record_config_change(plan.log_dir, *config_change)
         print("resuming with changed hyper-parameters: " + ", ".join(
@@ -464,10 +557,10 @@ def main(argv=None):
     write_scripts(plan)
     if args.mode == "tmux":
         launch_tmux(plan)
-        announce(plan)
+        announce(plan, isolated)
         return 0
     children = launch_detached(plan)
-    announce(plan)
+    announce(plan, isolated)
     if args.mode == "child":
         return wait_for_children(plan, children)
     return 0

@@ -183,9 +183,10 @@ def effective_config(args, env):
     saved = constants.read_run_config(args.log_dir)
     if saved and "hyperparameters" in saved:
         config, changes = constants.relaunch_config(saved, args.overrides, args.preset)
-        if changes:
+        if constants.guarded(changes):
             raise UsageError(f"{args.log_dir}/{constants.CONFIG_FILE} has other hyper-parameters "
-                             f"({', '.join(changes)}); relaunch with train.py --allow-config-change to change them")
+                             f"({', '.join(constants.guarded(changes))}); relaunch with train.py "
+                             f"--allow-config-change to change them")
         preset = saved.get("preset", args.preset)
         logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, constants.CONFIG_FILE)
     else:

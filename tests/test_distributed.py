@@ -2,6 +2,7 @@
 import csv
 import glob
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -47,6 +48,32 @@ def tags(log_dir, task):
         for event in tf1.train.summary_iterator(path):
             found.update(value.tag for value in event.summary.value)
     return found
+
+
+def test_an_isolated_run_opens_no_port_on_this_machine(tmp_path):
+    log_dir = tmp_path / "run"
+    exp_id = free_exp_id(2, 470)
+    ps_port, worker_ports, _ = train.ports_for(exp_id, 2)
+    with socket.socket() as squatter:  # the host's parameter-server port is taken: the run does not need it
+        squatter.bind(("127.0.0.1", ps_port))
+        squatter.listen()
+        result = launch(log_dir, 10**8, exp_id, mode="nohup", timeout=60)
+        try:
+            assert result.returncode == 0, result.stderr
+            assert "no port of it is open here" in result.stdout
+            deadline = time.time() + 120
+            while time.time() < deadline and not all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)):
+                time.sleep(1)
+            assert all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)), "workers did not train"
+            assert not any(train.port_in_use(port) for port in worker_ports)
+            running = train.run_processes(str(log_dir))
+            cluster = [pid for pid, argv in running.items() if "--job-name" in argv]
+            assert len(cluster) == 3 and len(running) == 4, running  # ps, 2 workers and the namespace's holder
+            own = os.readlink("/proc/self/ns/net")
+            assert all(os.readlink(f"/proc/{pid}/ns/net") != own for pid in cluster)
+        finally:
+            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+    assert train.run_processes(str(log_dir)) == {}, "kill.sh stops the holder too"
 
 
 def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
@@ -123,7 +150,7 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
         deadline = time.time() + 60  # the status window's shell may still be starting, and refreshes every 2 s
         while time.time() < deadline and not (status_shows_both() and len(scripts()) == 4):
             time.sleep(1)
-        assert scripts() == ["status.py"] + ["worker.py"] * 3
+        assert scripts() == ["status.py", "train.py"] + ["worker.py"] * 3  # train.py: the network's holder
         assert status_shows_both(), tmux_pane(session, "status")
     finally:
         stop = subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, text=True, timeout=120)

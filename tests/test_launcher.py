@@ -98,8 +98,33 @@ def test_busy_port(tmp_path):
         holder.bind(("127.0.0.1", ps_port))
         holder.listen()
         result = run_train("--num-workers", "1", "--expId", str(exp_id), "--log-dir", str(tmp_path),
-                           "--mode", "child")
+                           "--mode", "child", "--network", "host")
     assert_one_line_error(result, f"port(s) {ps_port} already in use")
+
+
+def test_without_a_network_namespace_the_run_falls_back_to_the_host_with_a_warning(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "unshare").write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+    (fake / "unshare").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    exp_id = 36
+    ps_port, _, _ = train.ports_for(exp_id, 1)
+    with socket.socket() as holder:  # on the host the cluster's ports are checked again: this one is busy
+        holder.bind(("127.0.0.1", ps_port))
+        holder.listen()
+        result = run_train("--num-workers", "1", "--expId", str(exp_id), "--log-dir", str(tmp_path / "run"),
+                           "--mode", "child", "--no-tensorboard", env=env)
+    warning, error = result.stderr.strip().splitlines()
+    assert "cannot give the run a network namespace (unshare: unshare failed: Operation not permitted)" in warning
+    assert result.returncode == 2 and f"port(s) {ps_port} already in use" in error
+
+
+def test_only_the_cluster_enters_the_network_namespace(tmp_path):
+    plan = train.isolate(train.create_commands("s", 2, "CartPole-v1", str(tmp_path), eval_every=100), 4321)
+    entered = {p.name for p in plan.processes if p.argv[:2] == ["nsenter", "--target=4321"]}
+    assert entered == {"ps", "w-0", "w-1"}
+    assert {p.name for p in plan.processes} - entered == {"eval", "tb", "status", "htop"}
 
 
 def test_tmux_missing(tmp_path):
@@ -151,6 +176,10 @@ def test_a_relaunch_resumes_the_saved_hyperparameters_not_todays_defaults(tmp_pa
     assert record["hyperparameters"]["learning_rate"] == 1e-4
     assert record["changes"][0]["values"] == {"learning_rate": [3e-4, 1e-4]}
     assert constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", False) == (config, {})
+    # a longer step budget is a relaunch's usual reason: it needs no permission, and is recorded all the same
+    config, changes = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4", "max_global_steps=1e9"],
+                                               "auto", allow_change=False)
+    assert changes == {"max_global_steps": (saved.max_global_steps, 10**9)}
     # naming another preset is a change as well
     with pytest.raises(constants.ConfigError, match="entropy_beta 0.001 -> 0.0005"):
         constants.check_relaunch(str(tmp_path), [], "mario", allow_change=False)
