@@ -548,13 +548,19 @@ class A3C:
                 tf1.summary.scalar("model/var_global_norm", tf.linalg.global_norm(pi.var_list)),
             ]
             local_vars, global_vars = list(pi.var_list), list(self.network.var_list)
+            optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
+            apply_ops = [optimizer.apply_gradients(zip(grads, global_vars))]
             if predictor is not None:
                 self.predictor_loss = predictor.training_loss(config)
                 predictor_grads = tf.gradients(self.predictor_loss * loss_scale, predictor.var_list)
                 predictor_grad_norm = tf.linalg.global_norm(predictor_grads)
                 predictor_grads, _ = tf.clip_by_global_norm(predictor_grads, config.grad_norm_clip,
                                                             use_norm=predictor_grad_norm)
-                grads += predictor_grads
+                # Its own Adam, for its own epsilon (constants: predictor_adam_epsilon); applied in the same step.
+                predictor_optimizer = tf1.train.AdamOptimizer(config.learning_rate,
+                                                              epsilon=config.predictor_adam_epsilon,
+                                                              name="PredictorAdam")
+                apply_ops.append(predictor_optimizer.apply_gradients(zip(predictor_grads, self.predictor.var_list)))
                 local_vars += predictor.var_list
                 global_vars += self.predictor.var_list
                 summaries += [
@@ -566,8 +572,7 @@ class A3C:
             self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
             batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
             self.next_global_step = self.global_step.assign_add(batch_size)
-            optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
-            self.train_op = tf.group(optimizer.apply_gradients(zip(grads, global_vars)), self.next_global_step)
+            self.train_op = tf.group(*apply_ops, self.next_global_step)
             self.summary_op = tf1.summary.merge(summaries)
 
         self.runner = None
