@@ -73,6 +73,13 @@ def collect(log_dir, now=None, stale_seconds=STALE_SECONDS):
         successes = [float(row["success"]) for row in recent if row.get("success")]
         if successes:
             status["recent_success"] = sum(successes) / len(successes)
+    supervisor = read_json(os.path.join(log_dir, "supervisor.json")) or {}
+    processes = supervisor.get("processes", {})
+    for worker in workers:
+        worker["restarts"] = processes.get(f"w-{worker['task']}", {}).get("restarts", 0)
+    status["ps_restarts"] = processes.get("ps", {}).get("restarts", 0)
+    if supervisor.get("outcome"):
+        status["outcome"] = supervisor["outcome"][1]
     evaluations = read_rows(os.path.join(log_dir, "eval.csv"))
     if evaluations:
         status["last_eval"] = evaluations[-1]
@@ -95,12 +102,17 @@ def render(status, tensorboard_port=None):
             line += f"   success rate {status['recent_success']:.2f}"
         lines.append(line)
     lines.append("")
-    lines.append(f"{'worker':<8}{'state':<10}{'global step':>13}{'steps/s':>9}{'episodes':>10}{'last update':>14}")
+    lines.append(f"{'worker':<8}{'state':<10}{'global step':>13}{'steps/s':>9}{'episodes':>10}{'restarts':>10}"
+                 f"{'last update':>14}")
     for worker in status["workers"]:
         note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
         lines.append(f"{'w-' + str(worker['task']):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
                      f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
-                     f"{worker['age']:>12.0f} s ago{note}")
+                     f"{worker.get('restarts', 0):>10}{worker['age']:>12.0f} s ago{note}")
+    if status.get("ps_restarts"):
+        lines.append(f"the parameter server was restarted {status['ps_restarts']} time(s)")
+    if status.get("outcome"):
+        lines.append(f"run over: {status['outcome']}")
     if not status["workers"]:
         lines.append("(no worker has reported yet: they write status_<i>.json once they train)")
     if "last_eval" in status:

@@ -12,6 +12,7 @@ This module does not import TensorFlow.
 import argparse
 import collections
 import fcntl
+import logging
 import os
 import select
 import shlex
@@ -25,6 +26,7 @@ import time
 
 import constants
 import envs
+import supervise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SCRIPT = os.path.join(HERE, "worker.py")
@@ -40,6 +42,8 @@ STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit bef
 MODES = ("tmux", "nohup", "child")
 NETWORKS = ("isolated", "host")
 HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that keeps a run's network namespace
+SUPERVISE_FLAG = "--supervise"  # and the one that keeps the parameter server and workers running
+SUPERVISED_FILE = "supervised.json"  # {name: argv} of the supervised processes, written by the launcher
 HOLDER_START_SECS = 10.0
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
 DEFAULT_SESSION = "a3c"
@@ -92,6 +96,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
     processes += [Process(f"w-{i}", base + ["--job-name", "worker", "--task", str(i)] + flags)
                   for i in range(num_workers)]
+    processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
     if eval_every:
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
                                           str(eval_every), "--episodes", str(eval_episodes), "--greedy"]))
@@ -105,10 +110,18 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     return Plan(session, log_dir, mode, processes, ps_port, worker_ports, tb_port if tensorboard else None)
 
 
+def supervised(process):
+    """Whether the supervisor starts (and restarts) `process`, rather than the launcher: the cluster's."""
+    return process.name == "ps" or process.name.startswith("w-")
+
+
 def shell_line(process, plan):
-    """The process as one shell command line; nohup and child modes send its output to <log-dir>/<name>.out."""
+    """The process as one shell command line; nohup and child modes send its output to <log-dir>/<name>.out.
+    In tmux the supervised processes' windows follow the output the supervisor gives them."""
     line = shlex.join(process.argv)
     if plan.mode == "tmux":
+        if supervised(process):
+            return shlex.join(["tail", "-n", "+1", "-F", os.path.join(plan.log_dir, process.name + ".out")])
         return line
     return f"nohup {line} > {shlex.quote(os.path.join(plan.log_dir, process.name + '.out'))} 2>&1 &"
 
@@ -121,7 +134,9 @@ def kill_command(plan):
 
 def script_texts(plan):
     """cmd.sh (the commands, to read or re-run by hand) and kill.sh (stops exactly this run)."""
-    cmd = ["#!/usr/bin/env bash", f"# curiosity-agent run '{plan.session}' in {plan.mode} mode"]
+    cmd = ["#!/usr/bin/env bash", f"# curiosity-agent run '{plan.session}' in {plan.mode} mode",
+           f"# The supervisor starts, and restarts, these ({SUPERVISED_FILE}):"]
+    cmd += [f"#   {process.name}: {shlex.join(process.argv)}" for process in plan.processes if supervised(process)]
     if plan.mode == "tmux":
         cmd.append(f"tmux new-session -d -s {shlex.quote(plan.session)} -n ps")
         for process in plan.processes[1:]:
@@ -130,7 +145,7 @@ def script_texts(plan):
             target = shlex.quote(f"{plan.session}:{process.name}")
             cmd.append(f"tmux send-keys -t {target} {shlex.quote(shell_line(process, plan))} Enter")
     else:
-        cmd += [shell_line(process, plan) for process in plan.processes]
+        cmd += [shell_line(process, plan) for process in plan.processes if not supervised(process)]
     kill = ["#!/usr/bin/env bash", f"# Stops run '{plan.session}' (log dir {plan.log_dir}): workers first, so that",
             "# the chief can write a last checkpoint, then the parameter server and TensorBoard.",
             "exec " + shlex.join(kill_command(plan))]
@@ -237,6 +252,7 @@ def parse_args(argv=None):
         "run in a network namespace of their own, reachable from no other host (and from no other process of "
         "this one); host: on this machine's network, where their ports answer on every interface")
     add(HOLDER_FLAG, action="store_true", help=argparse.SUPPRESS)
+    add(SUPERVISE_FLAG, action="store_true", help=argparse.SUPPRESS)
     add("--allow-config-change", action="store_true", help="let a relaunch resume a run with hyper-parameters "
         "other than those in its config.json (recorded there under \"changes\"); without it such a relaunch stops")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
@@ -349,7 +365,7 @@ def run_processes(log_dir):
             continue
         pairs = set(zip(argv, argv[1:]))
         ours = (any(script in argv for script in (WORKER_SCRIPT, DEMO_SCRIPT, STATUS_SCRIPT, "tensorboard.main"))
-                or HOLDER_FLAG in argv)
+                or HOLDER_FLAG in argv or SUPERVISE_FLAG in argv)
         if ours and (("--log-dir", log_dir) in pairs or ("--logdir", log_dir) in pairs):
             found[int(entry)] = argv
     return found
@@ -386,10 +402,19 @@ def launch_tmux(plan):
         window.active_pane.send_keys(shell_line(process, plan), enter=True)
 
 
+def write_supervised(plan):
+    """<log-dir>/supervised.json: the commands the supervisor runs."""
+    constants.write_json_atomically(os.path.join(plan.log_dir, SUPERVISED_FILE),
+                                    {p.name: p.argv for p in plan.processes if supervised(p)})
+
+
 def launch_detached(plan):
-    """Start every process in its own session with output in <log-dir>/<name>.out; returns {name: Popen}."""
+    """Start every process in its own session with output in <log-dir>/<name>.out; returns {name: Popen}. The
+    cluster's are the supervisor's to start; in child mode the launcher itself supervises."""
     children = {}
     for process in plan.processes:
+        if supervised(process) or (process.name == "supervisor" and plan.mode == "child"):
+            continue
         out = open(os.path.join(plan.log_dir, process.name + ".out"), "ab")
         children[process.name] = subprocess.Popen(process.argv, stdout=out, stderr=subprocess.STDOUT,
                                                   stdin=subprocess.DEVNULL, start_new_session=True)
@@ -397,23 +422,28 @@ def launch_detached(plan):
     return children
 
 
-def wait_for_children(plan, children):
-    """Child mode: wait for the workers, then stop the PS and TensorBoard. A failed worker or Ctrl-C stops
-    the whole run (a failed chief would otherwise leave the others waiting for it forever)."""
-    workers = {name: child for name, child in children.items() if name.startswith("w-")}
+def run_supervisor(log_dir):
+    """Supervise the run in `log_dir` until it is over, then stop what is left of it: (exit status, reason).
+    What `train.py --supervise` runs, and child mode in the launcher itself."""
+    processes = supervise.read_json(os.path.join(log_dir, SUPERVISED_FILE))
+    if not processes:
+        return 2, f"no {SUPERVISED_FILE} in {log_dir}: start the run with train.py"
+    supervisor = supervise.Supervisor(log_dir, processes)
     try:
-        while True:
-            codes = [child.poll() for child in workers.values()]
-            if None not in codes or any(code not in (None, 0) for code in codes):
-                break
-            time.sleep(1.0)
+        code, reason = supervisor.run()
     except KeyboardInterrupt:
-        print("interrupted: stopping the run", flush=True)
-    stop_run(plan.log_dir, None, quiet=True)
-    failed = {name: child.returncode for name, child in workers.items() if child.returncode not in (0, None)}
-    for name, code in sorted(failed.items()):
-        print(f"{name} exited with status {code}; see {os.path.join(plan.log_dir, name + '.out')}")
-    return 1 if failed else 0
+        code, reason = 0, "interrupted"
+    if not supervisor.stop_requested():  # over by itself: stop the rest (TensorBoard, the evaluation)
+        stop_run(log_dir, None, quiet=True)
+    return code, reason
+
+
+def wait_for_children(plan, children):
+    """Child mode: supervise the run until its workers finish, Ctrl-C, or a process that keeps failing; then
+    stop it. Exit status 0 when the workers finished."""
+    code, reason = run_supervisor(plan.log_dir)
+    print(f"run over: {reason}", flush=True)
+    return 0 if code == 0 else 1
 
 
 def _signal_and_wait(pids, sig, timeout):
@@ -463,6 +493,9 @@ def descendants(pids):
 def stop_run(log_dir, session, quiet=False):
     """Stop the processes of the run in `log_dir`: workers first (the chief saves), then PS and TensorBoard."""
     log_dir = os.path.abspath(log_dir)
+    if os.path.isdir(log_dir):  # no supervisor starts again what is stopped here
+        with open(os.path.join(log_dir, supervise.STOP_MARKER), "w") as marker:
+            marker.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
     running = run_processes(log_dir)
     workers = [pid for pid, argv in running.items() if ("--job-name", "worker") in set(zip(argv, argv[1:]))]
     others = [pid for pid in running if pid not in workers]
@@ -506,6 +539,11 @@ def main(argv=None):
     args = parse_args(argv)
     if args.hold_network:
         return hold_network()
+    if args.supervise:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(levelname)s %(message)s")
+        code, reason = run_supervisor(os.path.abspath(args.log_dir))
+        logging.info("run over: %s", reason)
+        return code
     if args.help_config:
         for name, value in constants.Config().to_dict().items():
             print(f"{name} = {value!r}\n    {constants.HELP[name]}")
@@ -555,6 +593,10 @@ def main(argv=None):
         print("resuming with changed hyper-parameters: " + ", ".join(
             f"{name} {before!r} -> {after!r}" for name, (before, after) in config_change[1].items()))
     write_scripts(plan)
+    write_supervised(plan)
+    for stale in (supervise.STOP_MARKER, supervise.STATE_FILE):  # left by the run's previous launch
+        if os.path.exists(os.path.join(plan.log_dir, stale)):
+            os.remove(os.path.join(plan.log_dir, stale))
     if args.mode == "tmux":
         launch_tmux(plan)
         announce(plan, isolated)

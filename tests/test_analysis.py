@@ -161,6 +161,13 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
     text = status.render(live, tensorboard_port=6006)
     assert "w-1     STALE" in text and "hung or dead" in text and "http://127.0.0.1:6006" in text
     assert "global step 5,001 / 10,000 (50.01%)" in text
+    # the supervisor's record: restarts per worker, and why the run ended
+    (tmp_path / "supervisor.json").write_text(json.dumps({"outcome": [1, "w-1 failed 5 times in 10 min"],
+                                                           "processes": {"ps": {"restarts": 2},
+                                                                         "w-1": {"restarts": 5}}}))
+    text = status.render(status.collect(str(tmp_path), now=now))
+    restarts = [line.split()[5] for line in text.splitlines() if line.startswith("w-")]
+    assert restarts == ["0", "5"] and "restarted 2 time(s)" in text and "run over: w-1 failed 5 times" in text
 
 
 def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):

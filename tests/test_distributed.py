@@ -2,6 +2,7 @@
 import csv
 import glob
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import time
 
 import tensorflow as tf
 
+import supervise
 import train
 from conftest import ROOT
 
@@ -68,12 +70,54 @@ def test_an_isolated_run_opens_no_port_on_this_machine(tmp_path):
             assert not any(train.port_in_use(port) for port in worker_ports)
             running = train.run_processes(str(log_dir))
             cluster = [pid for pid, argv in running.items() if "--job-name" in argv]
-            assert len(cluster) == 3 and len(running) == 4, running  # ps, 2 workers and the namespace's holder
+            assert len(cluster) == 3 and len(running) == 5, running  # ps, 2 workers, the supervisor, the holder
             own = os.readlink("/proc/self/ns/net")
             assert all(os.readlink(f"/proc/{pid}/ns/net") != own for pid in cluster)
         finally:
             subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
     assert train.run_processes(str(log_dir)) == {}, "kill.sh stops the holder too"
+
+
+def wait_for(condition, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline and not condition():
+        time.sleep(0.5)
+    assert condition(), f"{what}: not within {seconds} s"
+
+
+def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
+    log_dir = tmp_path / "run"
+    exp_id = free_exp_id(2, 480)
+    result = launch(log_dir, 10**8, exp_id, mode="nohup", timeout=60)
+
+    def beat(task):
+        return supervise.read_json(str(log_dir / f"status_{task}.json")) or {}
+
+    def training(task, not_pid=None):
+        return beat(task).get("state") == "training" and beat(task).get("pid") != not_pid
+
+    try:
+        assert result.returncode == 0, result.stderr
+        wait_for(lambda: training(0) and training(1) and checkpoint_step(log_dir), 120, "training, a checkpoint")
+        worker_1 = beat(1)["pid"]
+        os.kill(worker_1, signal.SIGKILL)
+        wait_for(lambda: training(1, not_pid=worker_1), 120, "w-1 restarted and training")
+
+        saved = checkpoint_step(log_dir)
+        [ps] = [pid for pid, argv in train.run_processes(str(log_dir)).items() if ("--job-name", "ps") in
+                set(zip(argv, argv[1:]))]
+        workers = beat(0)["pid"], beat(1)["pid"]
+        os.kill(ps, signal.SIGKILL)
+        # the workers lose the parameter server, exit and are started again; the chief restores the checkpoint
+        wait_for(lambda: training(0, not_pid=workers[0]) and training(1, not_pid=workers[1]), 240,
+                 "both workers training again after the parameter server's death")
+        wait_for(lambda: beat(0).get("global_step", 0) > saved, 60, "the global step going on from the checkpoint")
+        record = supervise.read_json(str(log_dir / supervise.STATE_FILE))
+        assert record["processes"]["ps"]["restarts"] == 1 and record["processes"]["w-1"]["restarts"] >= 2
+        assert record["outcome"] is None
+    finally:
+        subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+    assert train.run_processes(str(log_dir)) == {}
 
 
 def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
@@ -112,7 +156,9 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     third = launch(log_dir, 9000, exp_id, timeout=120)
     assert third.returncode != 0
     assert "is corrupt" in (log_dir / "w-0.out").read_text().splitlines()[-1]
-    assert "w-0 exited with status 2" in third.stdout
+    # a usage error is not restarted: it stops the run, with the chief's one line
+    assert "run over: w-0 stopped: w-0: error: checkpoint" in third.stdout
+    assert supervise.read_json(str(log_dir / "supervisor.json"))["processes"]["w-0"]["restarts"] == 0
     assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
 
 
@@ -135,7 +181,7 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
     try:
         assert result.returncode == 0, result.stderr
         assert f"tmux attach -t {session}" in result.stdout
-        assert tmux_windows(session) == ["ps", "w-0", "w-1", "status", "htop"]
+        assert tmux_windows(session) == ["ps", "w-0", "w-1", "supervisor", "status", "htop"]
         deadline = time.time() + 120
         while time.time() < deadline and not all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)):
             time.sleep(1)
@@ -148,10 +194,12 @@ def test_tmux_mode_windows_and_kill_script(tmp_path):
             return "w-0     training" in pane and "w-1" in pane
 
         deadline = time.time() + 60  # the status window's shell may still be starting, and refreshes every 2 s
-        while time.time() < deadline and not (status_shows_both() and len(scripts()) == 4):
+        while time.time() < deadline and not (status_shows_both() and len(scripts()) == 6):
             time.sleep(1)
-        assert scripts() == ["status.py", "train.py"] + ["worker.py"] * 3  # train.py: the network's holder
+        # train.py twice: the network's holder and the supervisor
+        assert scripts() == ["status.py", "train.py", "train.py"] + ["worker.py"] * 3
         assert status_shows_both(), tmux_pane(session, "status")
+        assert "w-0 INFO" in tmux_pane(session, "w-0"), "the worker's window follows its output"
     finally:
         stop = subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, text=True, timeout=120)
     assert stop.returncode == 0, stop.stderr

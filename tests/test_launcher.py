@@ -27,7 +27,8 @@ def test_create_commands_one_ps_n_workers(mode, tmp_path):
     plan = train.create_commands("exp", 3, "CartPole-v1", str(tmp_path), mode=mode, exp_id=2,
                                  overrides=["gamma=0.9"])
     names = [p.name for p in plan.processes]
-    assert names[:5] == ["ps", "w-0", "w-1", "w-2", "tb"]
+    assert names[:6] == ["ps", "w-0", "w-1", "w-2", "supervisor", "tb"]
+    assert plan.processes[4].argv[2:] == ["--supervise", "--log-dir", str(tmp_path)]
     assert ("htop" in names) == (mode == "tmux")
     assert plan.ps_port == train.PS_BASE_PORT + 2 * train.PORT_STRIDE
     assert plan.worker_ports == [plan.ps_port + 1, plan.ps_port + 2, plan.ps_port + 3]
@@ -42,9 +43,12 @@ def test_create_commands_one_ps_n_workers(mode, tmp_path):
     cmd_sh, kill_sh = train.script_texts(plan)
     if mode == "tmux":
         assert "tmux new-session -d -s exp -n ps" in cmd_sh and cmd_sh.count("send-keys") == len(names)
+        # the cluster's windows follow the output of the processes the supervisor runs
+        assert f"tail -n +1 -F {os.path.join(str(tmp_path), 'w-2.out')}" in cmd_sh
     else:
-        assert sum(line.startswith("nohup ") for line in cmd_sh.splitlines()) == len(names)
-        assert f"> {os.path.join(str(tmp_path), 'w-2.out')} 2>&1 &" in cmd_sh
+        assert sum(line.startswith("nohup ") for line in cmd_sh.splitlines()) == len(names) - 4  # not ps, w-*
+        assert f"> {os.path.join(str(tmp_path), 'supervisor.out')} 2>&1 &" in cmd_sh
+    assert sum(line.startswith("#   w-") for line in cmd_sh.splitlines()) == 3, "the supervised commands, listed"
     assert "--stop" in kill_sh and str(tmp_path) in kill_sh
     assert ("--expName exp" in kill_sh) == (mode == "tmux"), "kill.sh ends a tmux session only its own run has"
 
@@ -124,7 +128,7 @@ def test_only_the_cluster_enters_the_network_namespace(tmp_path):
     plan = train.isolate(train.create_commands("s", 2, "CartPole-v1", str(tmp_path), eval_every=100), 4321)
     entered = {p.name for p in plan.processes if p.argv[:2] == ["nsenter", "--target=4321"]}
     assert entered == {"ps", "w-0", "w-1"}
-    assert {p.name for p in plan.processes} - entered == {"eval", "tb", "status", "htop"}
+    assert {p.name for p in plan.processes} - entered == {"supervisor", "eval", "tb", "status", "htop"}
 
 
 def test_tmux_missing(tmp_path):

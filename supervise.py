@@ -1,0 +1,182 @@
+"""Supervision of a run's parameter server and workers: each that dies (a crash, SIGKILL, the OOM killer) or
+hangs (its heartbeat stops while it lives) is started again after a back-off; one that keeps failing stops
+the whole run with a one-line reason. A worker that finishes (exit status 0) is done; one that stops with a
+usage error (exit status 2: a corrupt checkpoint, a bad value) stops the run, since starting it again cannot
+help. A restarted worker rejoins the running cluster; after the parameter server's death the workers lose it,
+exit, and are started again too, and the chief restores the global variables from the last checkpoint.
+
+train.py runs a Supervisor in the launcher itself (child mode) or as `train.py --supervise` (tmux and nohup
+modes). Its record, `<log-dir>/supervisor.json`, is what status.py shows. `kill.sh` first leaves the
+`<log-dir>/stopping` marker, so that no supervisor restarts what it stops. This module does not import
+TensorFlow.
+"""
+import collections
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+
+RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before the 1st, 2nd, ... restart in a row
+FAILURE_LIMIT = 5  # this many failures of one process ...
+FAILURE_WINDOW_SECS = 600.0  # ... within this window stop the run
+HANG_SECS = 120.0  # a live worker whose heartbeat is older than this is hung (it beats every 2 s)
+HEALTHY_SECS = 300.0  # a process up this long has recovered: its next failure waits the shortest delay again
+POLL_SECS = 1.0
+STATE_FILE = "supervisor.json"
+STOP_MARKER = "stopping"
+USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
+
+logger = logging.getLogger("supervise")
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def last_line(path):
+    """The last non-empty line of a process's output, for a one-line reason."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(handle.tell() - 4096, 0))
+            lines = [line.strip() for line in handle.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+class Member:
+    """One supervised process: its command, its current incarnation and its history of failures."""
+
+    def __init__(self, name, argv, log_dir):
+        self.name, self.argv, self.log_dir = name, argv, log_dir
+        self.process = None
+        self.started = None
+        self.due = 0.0  # when to start it next
+        self.failures = collections.deque()  # times of failures, for the limit
+        self.in_a_row = 0  # failures since it last ran HEALTHY_SECS
+        self.restarts = 0
+        self.last_reason = None
+        self.done = False
+
+    @property
+    def task(self):
+        return int(self.name[2:]) if self.name.startswith("w-") else None
+
+    def start(self, now):
+        with open(os.path.join(self.log_dir, f"{self.name}.out"), "ab") as out:
+            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.started = now
+
+    def heartbeat_age(self, now):
+        """Seconds since this incarnation's last heartbeat, or None before its first (or for the ps)."""
+        if self.task is None:
+            return None
+        beat = read_json(os.path.join(self.log_dir, f"status_{self.task}.json"))
+        if not beat or beat.get("pid") != self.process.pid or beat.get("state") != "training":
+            return None
+        return now - beat.get("time", now)
+
+
+class Supervisor:
+    """Starts `processes` ({name: argv}: "ps" and "w-<i>") and keeps them running; `step()` is one round."""
+
+    def __init__(self, log_dir, processes, hang_secs=HANG_SECS, delays=RESTART_DELAYS, limit=FAILURE_LIMIT,
+                 window=FAILURE_WINDOW_SECS, clock=time.time):
+        self.log_dir = log_dir
+        self.members = [Member(name, argv, log_dir) for name, argv in processes.items()]
+        self.hang_secs, self.delays, self.limit, self.window, self.clock = hang_secs, delays, limit, window, clock
+        self.outcome = None  # (exit status, reason) once the run is over
+
+    def stop_requested(self):
+        return os.path.exists(os.path.join(self.log_dir, STOP_MARKER))
+
+    def step(self):
+        """Start what is due, notice what died or hung; returns the outcome once the run is over."""
+        now = self.clock()
+        for member in self.members:
+            if member.done:
+                continue
+            if member.process is None:
+                if now >= member.due and not self.stop_requested():
+                    member.start(now)
+                continue
+            code = member.process.poll()
+            if code is None:
+                age = member.heartbeat_age(now)
+                if age is not None and age > self.hang_secs:
+                    logger.warning("%s: no heartbeat for %.0f s: hung; killing it", member.name, age)
+                    member.last_reason = f"hung (no heartbeat for {age:.0f} s)"
+                    os.killpg(member.process.pid, signal.SIGKILL)
+                    member.process.wait()
+                    self._failed(member, now, member.last_reason)
+                continue
+            member.process = None
+            if self.stop_requested():
+                member.done = True
+            elif code == 0 and member.task is not None:
+                member.done = True  # reached max_global_steps, or was told to stop
+                logger.info("%s finished", member.name)
+            elif code == USAGE_ERROR and member.task is not None:
+                return self._finish(USAGE_ERROR, f"{member.name} stopped: {last_line(self._out(member))}")
+            else:
+                self._failed(member, now, f"exit status {code}")
+        workers = [member for member in self.members if member.task is not None]
+        if self.outcome is None and all(member.done for member in workers):
+            reason = "stopped" if self.stop_requested() else "every worker finished"
+            return self._finish(0, reason)
+        self._write_state(now)
+        return self.outcome
+
+    def _out(self, member):
+        return os.path.join(self.log_dir, f"{member.name}.out")
+
+    def _failed(self, member, now, reason):
+        member.process = None
+        member.last_reason = reason
+        if member.started is not None and now - member.started >= HEALTHY_SECS:
+            member.in_a_row = 0
+        member.failures.append(now)
+        while member.failures and now - member.failures[0] > self.window:
+            member.failures.popleft()
+        if len(member.failures) >= self.limit:
+            self._finish(1, f"{member.name} failed {len(member.failures)} times in {self.window / 60:g} min "
+                            f"(last: {reason}; {last_line(self._out(member))}); see {self._out(member)}")
+            return
+        delay = self.delays[min(member.in_a_row, len(self.delays) - 1)]
+        member.in_a_row += 1
+        member.restarts += 1
+        member.due = now + delay
+        logger.warning("%s %s: starting it again in %.0f s (restart %d)", member.name, reason, delay, member.restarts)
+
+    def _finish(self, code, reason):
+        self.outcome = (code, reason)
+        self._write_state(self.clock())
+        return self.outcome
+
+    def _write_state(self, now):
+        record = {"time": now, "pid": os.getpid(), "outcome": self.outcome, "processes": {
+            member.name: {"pid": member.process.pid if member.process else None, "restarts": member.restarts,
+                          "last_reason": member.last_reason, "done": member.done} for member in self.members}}
+        temporary = os.path.join(self.log_dir, f"{STATE_FILE}.{os.getpid()}.tmp")
+        with open(temporary, "w") as handle:
+            json.dump(record, handle, indent=2)
+        os.replace(temporary, os.path.join(self.log_dir, STATE_FILE))
+
+    def running_pids(self):
+        return [member.process.pid for member in self.members if member.process is not None]
+
+    def run(self, poll=POLL_SECS):
+        """Supervise until the run is over; (exit status, reason)."""
+        while True:
+            outcome = self.step()
+            if outcome is not None:
+                return outcome
+            time.sleep(poll)
