@@ -191,7 +191,7 @@ def effective_config(args, env):
         logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, constants.CONFIG_FILE)
     else:
         preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
-                                          envs.env_family(args.env_id))
+                                          envs.env_family(args.env_id), args.unsup)
         config = constants.config_from_overrides(args.overrides, preset)
     logger.info("preset %s", preset)
     for key, value in config.to_dict().items():

@@ -189,6 +189,15 @@ def test_a_relaunch_resumes_the_saved_hyperparameters_not_todays_defaults(tmp_pa
         constants.check_relaunch(str(tmp_path), [], "mario", allow_change=False)
 
 
+def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
+    assert constants.resolve_preset("auto", "vector") == "classic"
+    assert constants.resolve_preset("auto", "vector", unsup="action") == "classic_curiosity"
+    assert constants.resolve_preset("auto", "image", "doom", "action") == "paper"
+    assert constants.resolve_preset("auto", "image", "mario") == "mario"
+    assert constants.config_from_overrides([], "classic").adam_epsilon == 0.1
+    assert constants.config_from_overrides([], "classic_curiosity").adam_epsilon == 1e-8
+
+
 def test_pretrain_from_nowhere(tmp_path):
     result = run_train("--pretrain", str(tmp_path / "missing"), "--log-dir", str(tmp_path / "run"), "--dry-run")
     assert_one_line_error(result, "no such run directory or checkpoint")
