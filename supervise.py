@@ -51,6 +51,14 @@ def last_line(path):
     return lines[-1] if lines else ""
 
 
+def kill_group(pid):
+    """SIGKILL the process group a supervised process leads (it was started in a session of its own)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class Member:
     """One supervised process: its command, its current incarnation and its history of failures."""
 
@@ -114,10 +122,11 @@ class Supervisor:
                 if age is not None and age > self.hang_secs:
                     logger.warning("%s: no heartbeat for %.0f s: hung; killing it", member.name, age)
                     member.last_reason = f"hung (no heartbeat for {age:.0f} s)"
-                    os.killpg(member.process.pid, signal.SIGKILL)
+                    kill_group(member.process.pid)
                     member.process.wait()
                     self._failed(member, now, member.last_reason)
                 continue
+            kill_group(member.process.pid)  # what it started (game engines) dies with it, not as orphans
             member.process = None
             if self.stop_requested():
                 member.done = True

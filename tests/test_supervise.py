@@ -43,15 +43,30 @@ def test_a_crashing_process_is_restarted_then_stops_the_run_at_the_limit(tmp_pat
             each.process.kill()
 
 
-def test_a_killed_worker_comes_back_and_a_finished_one_is_done(tmp_path):
-    flag = tmp_path / "second-life"
-    # the first incarnation dies by SIGKILL; the second finishes
-    code = (f"import os, signal, pathlib; p = pathlib.Path({str(flag)!r})\n"
+def test_a_killed_worker_comes_back_without_orphans_and_a_finished_one_is_done(tmp_path):
+    flag, engine = tmp_path / "second-life", tmp_path / "engine.pid"
+    # the first incarnation starts a child (as a worker starts its game engines), then dies by SIGKILL;
+    # the second finishes
+    code = (f"import os, signal, subprocess, pathlib; p = pathlib.Path({str(flag)!r})\n"
             "if p.exists(): raise SystemExit(0)\n"
+            f"child = subprocess.Popen(['sleep', '60']); pathlib.Path({str(engine)!r}).write_text(str(child.pid))\n"
             "p.touch(); os.kill(os.getpid(), signal.SIGKILL)")
     supervisor = supervise.Supervisor(str(tmp_path), {"w-0": python(code)}, **FAST)
     assert run_until(supervisor, lambda: False) == (0, "every worker finished")
     assert member(supervisor, "w-0").restarts == 1 and member(supervisor, "w-0").last_reason == "exit status -9"
+    orphan = int(engine.read_text())
+    deadline = time.time() + 10
+    while time.time() < deadline and os.path.exists(f"/proc/{orphan}") and not zombie(orphan):
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{orphan}") or zombie(orphan), "the dead worker's child was left running"
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def test_a_usage_error_stops_the_run_without_a_restart(tmp_path):
