@@ -233,20 +233,27 @@ def guarded(changes):
     return {name: change for name, change in changes.items() if name not in RUN_CONTROLS}
 
 
+# Fields that change the network's shapes: the checkpoint cannot be resumed with another value.
+SHAPE_FIELDS = ("lstm_size",)
+
+
 def check_relaunch(log_dir, overrides, preset, allow_change):
-    """(Config, changes) of a relaunch into `log_dir` (see relaunch_config), or (None, {}) for a new run.
-    ConfigError when it would change a hyper-parameter outside RUN_CONTROLS without `allow_change`
-    (`--allow-config-change`)."""
+    """What a relaunch into `log_dir` resumes with: (Config, applied, kept), the changes applied and those not
+    applied ({name: (saved, asked)}); (None, {}, {}) for a new run. Changes to RUN_CONTROLS are applied; others
+    only with `allow_change` (`--allow-config-change`), else the saved value is kept. ConfigError for a change
+    of SHAPE_FIELDS, which the checkpoint cannot survive."""
     saved = read_run_config(log_dir)
     if not saved or "hyperparameters" not in saved:
-        return None, {}
+        return None, {}, {}
     config, changes = relaunch_config(saved, overrides, preset)
-    if guarded(changes) and not allow_change:
-        listed = ", ".join(f"{name} {before!r} -> {after!r}" for name, (before, after) in guarded(changes).items())
-        raise ConfigError(f"{log_dir} holds a run trained with other hyper-parameters ({listed}): add "
-                          f"--allow-config-change to resume it with these (the change is logged in {CONFIG_FILE}), "
-                          f"or use another --log-dir")
-    return config, changes
+    for name in SHAPE_FIELDS:
+        if name in changes:
+            raise ConfigError(f"{name} {changes[name][0]!r} -> {changes[name][1]!r} changes the network's shapes: "
+                              f"the checkpoint in {log_dir} cannot be resumed with it; use another --log-dir")
+    kept = {} if allow_change else guarded(changes)
+    if kept:
+        config = dataclasses.replace(config, **{name: before for name, (before, _) in kept.items()})
+    return config, {name: change for name, change in changes.items() if name not in kept}, kept
 
 
 def record_config_change(log_dir, config, changes):

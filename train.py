@@ -297,11 +297,21 @@ def check_args(args):
 
 
 def check_relaunch(log_dir, args):
-    """(Config, changes) of a relaunch (constants.check_relaunch), as a LaunchError when not allowed."""
+    """(Config, applied changes) of a relaunch (constants.check_relaunch). Changes it may not make are left out
+    of `args`, so that the workers resume with the saved values, and reported."""
     try:
-        return constants.check_relaunch(log_dir, args.overrides, args.preset, args.allow_config_change)
+        constants.check_same_run(log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
+        config, applied, kept = constants.check_relaunch(log_dir, args.overrides, args.preset,
+                                                         args.allow_config_change)
     except constants.ConfigError as error:
         raise LaunchError(str(error)) from None
+    if kept:
+        print(f"resuming with the saved hyper-parameters of {os.path.join(log_dir, constants.CONFIG_FILE)}: "
+              + ", ".join(f"{name} {before!r} (asked {after!r})" for name, (before, after) in kept.items())
+              + "; add --allow-config-change to apply what was asked")
+        args.overrides = [item for item in args.overrides if item.partition("=")[0].strip() not in kept]
+        args.preset = "auto"  # the saved run's own
+    return config, applied
 
 
 def check_log_dir(log_dir, flags):
@@ -556,6 +566,7 @@ def main(argv=None):
     args.exp_name = args.exp_name or DEFAULT_SESSION
     try:
         check_args(args)
+        config_change = check_relaunch(os.path.abspath(args.log_dir), args)
         plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,
                                args.env_wrap, args.design_head, args.unsup, args.no_reward, args.no_life_reward,
                                args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain,
@@ -567,7 +578,6 @@ def main(argv=None):
             print(script_texts(plan)[0], end="")
             return 0
         check_log_dir(plan.log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
-        config_change = check_relaunch(plan.log_dir, args)
         check_not_running(plan.log_dir)
         check_ports(plan, cluster=args.network == "host")
         if args.mode == "tmux":

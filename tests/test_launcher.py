@@ -159,34 +159,42 @@ def saved_run(log_dir, **hyperparameters):
     return config
 
 
-def test_relaunch_with_other_hyperparameters_stops_unless_allowed(tmp_path):
+def test_a_relaunch_keeps_the_saved_values_and_says_so_unless_allowed(tmp_path):
     saved_run(tmp_path)
-    result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "41",
-                       "--set", "gamma=0.95", "--envs-per-worker", "4")
-    assert_one_line_error(result, "holds a run trained with other hyper-parameters (gamma 0.99 -> 0.95, "
-                                  "envs_per_worker 1 -> 4): add --allow-config-change")
-    assert json.loads((tmp_path / "config.json").read_text())["hyperparameters"]["gamma"] == 0.99, "untouched"
+    args = ("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "41", "--dry-run",
+            "--set", "gamma=0.95", "--envs-per-worker", "4", "--set", "max_global_steps=5000")
+    kept = run_train(*args)
+    assert kept.returncode == 0, kept.stderr
+    assert ("resuming with the saved hyper-parameters of " in kept.stdout
+            and "gamma 0.99 (asked 0.95), envs_per_worker 1 (asked 4); add --allow-config-change" in kept.stdout)
+    assert "gamma=0.95" not in kept.stdout and "envs_per_worker=4" not in kept.stdout, "the workers are not told"
+    assert "max_global_steps=5000" in kept.stdout, "a run control is applied without asking"
+    allowed = run_train(*args, "--allow-config-change")
+    assert "resuming with the saved" not in allowed.stdout and "--set gamma=0.95" in allowed.stdout
+    assert json.loads((tmp_path / "config.json").read_text())["hyperparameters"]["gamma"] == 0.99, "dry run"
+    # the network's shapes cannot change under a checkpoint, even when asked
+    result = run_train(*args, "--allow-config-change", "--set", "lstm_size=64")
+    assert_one_line_error(result, "lstm_size 256 -> 64 changes the network's shapes")
 
 
 def test_a_relaunch_resumes_the_saved_hyperparameters_not_todays_defaults(tmp_path):
     # a run saved before the classic preset's adam_epsilon became 0.1 keeps its own 1e-8
     saved = saved_run(tmp_path, adam_epsilon=1e-8, learning_rate=3e-4)
-    config, changes = constants.check_relaunch(str(tmp_path), [], "auto", allow_change=False)
-    assert config == saved and changes == {}
-    config, changes = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", allow_change=True)
-    assert changes == {"learning_rate": (3e-4, 1e-4)} and config.adam_epsilon == 1e-8
-    constants.record_config_change(str(tmp_path), config, changes)
+    assert constants.check_relaunch(str(tmp_path), [], "auto", allow_change=False) == (saved, {}, {})
+    config, applied, kept = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", False)
+    assert config == saved and applied == {} and kept == {"learning_rate": (3e-4, 1e-4)}
+    config, applied, kept = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", True)
+    assert applied == {"learning_rate": (3e-4, 1e-4)} and kept == {} and config.adam_epsilon == 1e-8
+    constants.record_config_change(str(tmp_path), config, applied)
     record = json.loads((tmp_path / "config.json").read_text())
     assert record["hyperparameters"]["learning_rate"] == 1e-4
     assert record["changes"][0]["values"] == {"learning_rate": [3e-4, 1e-4]}
-    assert constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4"], "auto", False) == (config, {})
     # a longer step budget is a relaunch's usual reason: it needs no permission, and is recorded all the same
-    config, changes = constants.check_relaunch(str(tmp_path), ["learning_rate=1e-4", "max_global_steps=1e9"],
-                                               "auto", allow_change=False)
-    assert changes == {"max_global_steps": (saved.max_global_steps, 10**9)}
+    _, applied, kept = constants.check_relaunch(str(tmp_path), ["max_global_steps=1e9"], "auto", False)
+    assert applied == {"max_global_steps": (saved.max_global_steps, 10**9)} and kept == {}
     # naming another preset is a change as well
-    with pytest.raises(constants.ConfigError, match="entropy_beta 0.001 -> 0.0005"):
-        constants.check_relaunch(str(tmp_path), [], "mario", allow_change=False)
+    _, _, kept = constants.check_relaunch(str(tmp_path), [], "mario", allow_change=False)
+    assert kept["entropy_beta"] == (0.001, 0.0005)
 
 
 def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
