@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import tensorflow as tf
 
 import supervise
@@ -52,6 +53,16 @@ def tags(log_dir, task):
     return found
 
 
+def host_address():
+    """This machine's address on its default route (not loopback), or 127.0.0.1 without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: nothing is sent; the kernel picks the interface
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
 def test_an_isolated_run_opens_no_port_on_this_machine(tmp_path):
     log_dir = tmp_path / "run"
     exp_id = free_exp_id(2, 470)
@@ -68,6 +79,13 @@ def test_an_isolated_run_opens_no_port_on_this_machine(tmp_path):
                 time.sleep(1)
             assert all((log_dir / f"episodes_{t}.csv").exists() for t in (0, 1)), "workers did not train"
             assert not any(train.port_in_use(port) for port in worker_ports)
+            for address in {"127.0.0.1", host_address()}:  # refused from outside the run's namespace
+                for port in [ps_port] + worker_ports:
+                    if address == "127.0.0.1" and port == ps_port:
+                        continue  # the squatter's
+                    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+                        probe.settimeout(5)
+                        probe.connect((address, port))
             running = train.run_processes(str(log_dir))
             cluster = [pid for pid, argv in running.items() if "--job-name" in argv]
             assert len(cluster) == 3 and len(running) == 5, running  # ps, 2 workers, the supervisor, the holder
