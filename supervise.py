@@ -21,7 +21,7 @@ import time
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before the 1st, 2nd, ... restart in a row
 FAILURE_LIMIT = 5  # this many failures of one process ...
 FAILURE_WINDOW_SECS = 600.0  # ... within this window stop the run
-HANG_SECS = 45.0  # a live worker whose heartbeat is older than this is hung (it beats every 2 s)
+HANG_SECS = 30.0  # a live worker whose heartbeat is older than this is hung (it beats every 2 s)
 HEALTHY_SECS = 300.0  # a process up this long has recovered: its next failure waits the shortest delay again
 POLL_SECS = 1.0
 STATE_FILE = "supervisor.json"
