@@ -266,6 +266,16 @@ def record_config_change(log_dir, config, changes):
     write_json_atomically(os.path.join(log_dir, CONFIG_FILE), record)
 
 
+def read_json(path):
+    """A JSON file the run writes (heartbeats, the supervisor's record, config.json), or None if it is missing
+    or unreadable; readers poll these while they are rewritten."""
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
 def write_json_atomically(path, record):
     """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
     temporary = f"{path}.{os.getpid()}.tmp"

@@ -11,22 +11,15 @@ while it trains), the episode CSVs, eval.csv and config.json. A worker whose hea
 import argparse
 import csv
 import glob
-import json
 import os
 import sys
 import time
 
+from constants import read_json
+
 RECENT_EPISODES = 20  # the recent mean reward and bonus are over this many latest episodes of all workers
 STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (workers beat every 2 s; an update
 #                       of a slow game can take a few seconds, a checkpoint save longer)
-
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 def read_rows(path):

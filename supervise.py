@@ -11,12 +11,13 @@ modes). Its record, `<log-dir>/supervisor.json`, is what status.py shows. `kill.
 TensorFlow.
 """
 import collections
-import json
 import logging
 import os
 import signal
 import subprocess
 import time
+
+from constants import read_json, write_json_atomically
 
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before the 1st, 2nd, ... restart in a row
 FAILURE_LIMIT = 5  # this many failures of one process ...
@@ -29,14 +30,6 @@ STOP_MARKER = "stopping"
 USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
 
 logger = logging.getLogger("supervise")
-
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 def last_line(path):
@@ -174,10 +167,7 @@ class Supervisor:
         record = {"time": now, "pid": os.getpid(), "outcome": self.outcome, "processes": {
             member.name: {"pid": member.process.pid if member.process else None, "restarts": member.restarts,
                           "last_reason": member.last_reason, "done": member.done} for member in self.members}}
-        temporary = os.path.join(self.log_dir, f"{STATE_FILE}.{os.getpid()}.tmp")
-        with open(temporary, "w") as handle:
-            json.dump(record, handle, indent=2)
-        os.replace(temporary, os.path.join(self.log_dir, STATE_FILE))
+        write_json_atomically(os.path.join(self.log_dir, STATE_FILE), record)
 
     def running_pids(self):
         return [member.process.pid for member in self.members if member.process is not None]

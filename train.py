@@ -164,8 +164,7 @@ def isolate(plan, holder_pid):
     and there nothing but the run's own processes can reach them. TensorBoard, status and evaluation only read
     files and stay on the host."""
     enter = ["nsenter", f"--target={holder_pid}", "--user", "--net", "--preserve-credentials", "--"]
-    processes = [Process(p.name, enter + p.argv) if p.name == "ps" or p.name.startswith("w-") else p
-                 for p in plan.processes]
+    processes = [Process(p.name, enter + p.argv) if supervised(p) else p for p in plan.processes]
     return plan._replace(processes=processes)
 
 
@@ -254,7 +253,8 @@ def parse_args(argv=None):
     add(HOLDER_FLAG, action="store_true", help=argparse.SUPPRESS)
     add(SUPERVISE_FLAG, action="store_true", help=argparse.SUPPRESS)
     add("--allow-config-change", action="store_true", help="let a relaunch resume a run with hyper-parameters "
-        "other than those in its config.json (recorded there under \"changes\"); without it such a relaunch stops")
+        "other than those in its config.json (recorded there under \"changes\"); without it the saved values are "
+        "kept, and the launcher says which")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
     add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
     add("--eval-every", type=int, default=None, metavar="STEPS", help="run an evaluation process beside the "
@@ -314,7 +314,8 @@ def check_relaunch(log_dir, args):
     return config, applied
 
 
-def check_log_dir(log_dir, flags):
+def check_log_dir(log_dir):
+    """The log directory can be written to (whether it holds a run of another identity is check_relaunch's)."""
     try:
         os.makedirs(log_dir, exist_ok=True)
         probe = os.path.join(log_dir, f".write-test-{os.getpid()}")
@@ -324,10 +325,6 @@ def check_log_dir(log_dir, flags):
     except OSError as error:
         raise LaunchError(f"cannot write to log directory {log_dir} ({error.strerror}); "
                           f"choose another --log-dir") from None
-    try:
-        constants.check_same_run(log_dir, flags)
-    except constants.ConfigError as error:
-        raise LaunchError(str(error)) from None
 
 
 def port_in_use(port):
@@ -435,7 +432,7 @@ def launch_detached(plan):
 def run_supervisor(log_dir):
     """Supervise the run in `log_dir` until it is over, then stop what is left of it: (exit status, reason).
     What `train.py --supervise` runs, and child mode in the launcher itself."""
-    processes = supervise.read_json(os.path.join(log_dir, SUPERVISED_FILE))
+    processes = constants.read_json(os.path.join(log_dir, SUPERVISED_FILE))
     if not processes:
         return 2, f"no {SUPERVISED_FILE} in {log_dir}: start the run with train.py"
     supervisor = supervise.Supervisor(log_dir, processes)
@@ -577,7 +574,7 @@ def main(argv=None):
                       "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
             print(script_texts(plan)[0], end="")
             return 0
-        check_log_dir(plan.log_dir, {key: getattr(args, key) for key in constants.RUN_IDENTITY_KEYS})
+        check_log_dir(plan.log_dir)
         check_not_running(plan.log_dir)
         check_ports(plan, cluster=args.network == "host")
         if args.mode == "tmux":
