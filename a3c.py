@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 ROLLOUT_WAIT_SECS = 600.0  # the trainer gives up when the runner delivers nothing for this long
 QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop request or a dead thread
 ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
+ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 
 
 # ---------------------------------------------------------------- numpy: returns and advantages
@@ -174,6 +175,42 @@ class Timings:
         return {name: round(value, 3) for name, value in self.seconds.items()}
 
 
+def bound_error_messages():
+    """Cut TensorFlow's error messages to their two ends before `Session.run` parses them.
+
+    This is why workers hung. The distributed runtime's duplicate-RunGraph `AbortedError` carries the whole
+    request, feeds included, as text (tens of kB for one act call, megabytes for an update), and `Session.run`
+    scans every error message with a regular expression whose time grows with the square of its length
+    (`error_interpolation.parse_message`: 22 s for 80 kB here), holding the GIL, so every thread of the worker
+    stops. Seen with stack dumps of hung Doom workers on 16 cores: the runner thread inside `parse_message`, the
+    trainer waiting in its `session.run`. The node tag that interpolation looks for ends a message, so both ends
+    are kept. TensorFlow offers no setting for this, hence the patch of its module function.
+    """
+    from tensorflow.python.framework import error_interpolation
+    original = error_interpolation.interpolate_graph
+    if getattr(original, "bounded", False):
+        return
+
+    def interpolate_graph(message, graph):
+        if len(message) > 2 * ERROR_MESSAGE_KEPT:
+            message = (f"{message[:ERROR_MESSAGE_KEPT]} ... [{len(message) - 2 * ERROR_MESSAGE_KEPT} characters "
+                       f"cut] ... {message[-ERROR_MESSAGE_KEPT:]}")
+        return original(message, graph)
+
+    interpolate_graph.bounded = True
+    error_interpolation.interpolate_graph = interpolate_graph
+
+
+bound_error_messages()
+
+
+def abort_reason(message):
+    """The line of an AbortedError's message that says why (the first is only "Graph execution error:")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    why = next((line for line in lines if "twice" in line or "Aborted" in line), lines[0] if lines else "")
+    return why[:200]
+
+
 class AbortRetrySession:
     """Wraps a session so that `run` retries TF's spurious duplicate-RunGraph AbortedError.
 
@@ -194,7 +231,7 @@ class AbortRetrySession:
                 if attempt == self.retries:
                     raise
                 self.aborts += 1
-                logger.warning("session.run aborted (%s); retrying", error.message.splitlines()[0])
+                logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
 
 
 EpisodeStats = collections.namedtuple("EpisodeStats", ["reward", "length", "seconds", "env_reward", "truncated",

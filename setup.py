@@ -24,6 +24,7 @@ setup(
         "matplotlib>=3.8,<4",  # plots.py
         "imageio>=2.34,<3",  # demo.py --record: MP4 through imageio-ffmpeg's bundled ffmpeg, or GIF
         "imageio-ffmpeg>=0.5,<1",
+        "py-spy>=0.4,<1",  # the supervisor adds a hung worker's native (TensorFlow C++) stacks to its log
     ],
     extras_require={
         "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3"],

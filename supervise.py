@@ -11,10 +11,13 @@ modes). Its record, `<log-dir>/supervisor.json`, is what status.py shows. `kill.
 TensorFlow.
 """
 import collections
+import faulthandler
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 
 from constants import read_json, write_json_atomically
@@ -28,6 +31,9 @@ POLL_SECS = 1.0
 STATE_FILE = "supervisor.json"
 STOP_MARKER = "stopping"
 USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
+STACK_SIGNAL = signal.SIGUSR1  # asks a worker for its threads' stacks (enable_stack_dumps)
+STACK_WAIT_SECS = 2.0  # how long a hung worker is given to write them
+PY_SPY_SECS = 30.0  # the native stacks of a hung worker, where py-spy is installed, are taken within this
 
 logger = logging.getLogger("supervise")
 
@@ -50,6 +56,41 @@ def kill_group(pid):
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def enable_stack_dumps():
+    """Make this process write every thread's Python stack to stderr (its .out log) on STACK_SIGNAL. The
+    supervisor asks for them before it kills a hung worker, so its log says where it hung; faulthandler's
+    handler runs even while every thread is inside TensorFlow's C++ (a session.run that never returns)."""
+    faulthandler.register(STACK_SIGNAL, all_threads=True)
+
+
+def py_spy():
+    """py-spy's executable (beside this Python's or on PATH), or None: it adds the C++ frames to the stacks."""
+    return shutil.which("py-spy", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+
+
+def dump_stacks(pid, out_path):
+    """Append a hung process's thread stacks to its log: Python's own, asked for with STACK_SIGNAL, then, with
+    py-spy, the native ones. Bounded: a process that does not answer is killed all the same."""
+    with open(out_path, "ab") as out:
+        out.write(f"\n--- supervisor: stacks of hung process {pid} ---\n".encode())
+    size = os.path.getsize(out_path)
+    try:
+        os.kill(pid, STACK_SIGNAL)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + STACK_WAIT_SECS
+    while time.time() < deadline and os.path.getsize(out_path) == size:
+        time.sleep(0.05)
+    spy = py_spy()
+    if spy:
+        with open(out_path, "ab") as out:
+            try:
+                subprocess.run([spy, "dump", "--native", "--pid", str(pid)], stdout=out, stderr=subprocess.STDOUT,
+                               timeout=PY_SPY_SECS, check=False)
+            except subprocess.TimeoutExpired:
+                out.write(b"py-spy dump timed out\n")
 
 
 class Member:
@@ -113,8 +154,10 @@ class Supervisor:
             if code is None:
                 age = member.heartbeat_age(now)
                 if age is not None and age > self.hang_secs:
-                    logger.warning("%s: no heartbeat for %.0f s: hung; killing it", member.name, age)
+                    logger.warning("%s: no heartbeat for %.0f s: hung; its stacks go to %s, then it is killed",
+                                   member.name, age, self._out(member))
                     member.last_reason = f"hung (no heartbeat for {age:.0f} s)"
+                    dump_stacks(member.process.pid, self._out(member))
                     kill_group(member.process.pid)
                     member.process.wait()
                     self._failed(member, now, member.last_reason)

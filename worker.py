@@ -14,11 +14,14 @@ import sys
 import threading
 import time
 
+import numpy as np
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # CPU only, even where a GPU exists
 
 import constants  # noqa: E402
 import envs  # noqa: E402
+import supervise  # noqa: E402
 
 logger = logging.getLogger("worker")
 
@@ -225,6 +228,7 @@ def run_worker(args):
         env.reset(seed=config.seed + task * config.envs_per_worker + index)
         env.action_space.seed(config.seed + task * config.envs_per_worker + index)
     tf1.set_random_seed(config.seed + task)
+    np.random.seed(config.seed + task)  # the output layers' initial weights are drawn with numpy (model.py)
     worker_device = f"/job:worker/task:{task}/cpu:0"
     try:
         trainer = A3C(worker_envs, task, config, design_head=args.design_head,
@@ -334,6 +338,7 @@ def main(argv=None):
     name = "ps" if args.job_name == "ps" else f"w-{args.task}"
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s",
                         stream=sys.stderr)
+    supervise.enable_stack_dumps()  # the supervisor asks a hung worker where it hangs before it kills it
     try:
         if args.job_name == "ps":
             run_ps(args)

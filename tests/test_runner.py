@@ -177,12 +177,36 @@ class FlakySession:
 def test_aborted_runs_are_retried_then_reported():
     import tensorflow as tf
 
-    from a3c import ABORT_RETRIES, AbortRetrySession
+    from a3c import ABORT_RETRIES, AbortRetrySession, abort_reason
 
     session = AbortRetrySession(FlakySession(failures=2))
+    reason = "The same RunGraph (Worker) request was received twice. step_id: 7"
+    assert abort_reason(f"Graph execution error:\n\n{reason}") == reason
     assert session.run("fetches") == "fetches" and session.aborts == 2
     with pytest.raises(tf.errors.AbortedError):
         AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
+
+
+def test_a_huge_error_message_is_raised_at_once_not_parsed_for_minutes():
+    # StringToNumber's error quotes its input, as the duplicate-RunGraph abort quotes its request: 200 kB here,
+    # which TensorFlow's own message parsing would take about two minutes over (it is quadratic), holding the GIL
+    import tensorflow as tf
+
+    import a3c
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        text = tf1.placeholder(tf.string, [])
+        number = tf.strings.to_number(text)
+        with tf1.Session(graph=graph) as session:
+            start = time.perf_counter()
+            with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+                session.run(number, {text: "x" * 200_000})
+            seconds = time.perf_counter() - start
+    message = raised.value.message
+    assert seconds < 5.0, f"the error took {seconds:.1f} s to raise"
+    assert "characters cut" in message and len(message) < 10 * a3c.ERROR_MESSAGE_KEPT  # the cut, and its traceback
 
 
 def test_game_metrics_reach_the_episode_csv(tmp_path):

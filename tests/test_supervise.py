@@ -77,17 +77,25 @@ def test_a_usage_error_stops_the_run_without_a_restart(tmp_path):
 
 
 def test_a_worker_whose_heartbeat_stops_is_killed_and_restarted(tmp_path):
-    # it beats once, as training, then hangs
-    code = (f"import json, os, time\n"
+    # it beats once, as training, then hangs in a function whose name its stack must show
+    code = (f"import json, os, sys, time\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(supervise.__file__))!r})\n"
+            "import supervise\n"
+            "supervise.enable_stack_dumps()\n"
             f"json.dump({{'pid': os.getpid(), 'time': time.time(), 'state': 'training', 'task': 0}}, "
             f"open({str(tmp_path / 'status_0.json')!r}, 'w'))\n"
-            "time.sleep(60)")
+            "def stuck_in_session_run():\n"
+            "    time.sleep(60)\n"
+            "stuck_in_session_run()")
     supervisor = supervise.Supervisor(str(tmp_path), {"w-0": python(code)}, hang_secs=1.0, **FAST)
     first = run_until(supervisor, lambda: member(supervisor, "w-0").process is not None)
     assert first is None
     pid = member(supervisor, "w-0").process.pid
     run_until(supervisor, lambda: member(supervisor, "w-0").restarts == 1)
     assert member(supervisor, "w-0").last_reason.startswith("hung (no heartbeat for")
+    log = (tmp_path / "w-0.out").read_text()
+    assert f"stacks of hung process {pid}" in log
+    assert "in stuck_in_session_run" in log  # the Python stack of the hung thread, written before the kill
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
     run_until(supervisor, lambda: member(supervisor, "w-0").process is not None)
     member(supervisor, "w-0").process.kill()
