@@ -429,6 +429,12 @@ def launch_detached(plan):
     return children
 
 
+def _interrupt(signum, frame):
+    """SIGTERM to a supervisor ends the run as Ctrl-C does; by default it would die and leave the run's
+    processes training on as orphans."""
+    raise KeyboardInterrupt
+
+
 def run_supervisor(log_dir):
     """Supervise the run in `log_dir` until it is over, then stop what is left of it: (exit status, reason).
     What `train.py --supervise` runs, and child mode in the launcher itself."""
@@ -436,10 +442,12 @@ def run_supervisor(log_dir):
     if not processes:
         return 2, f"no {SUPERVISED_FILE} in {log_dir}: start the run with train.py"
     supervisor = supervise.Supervisor(log_dir, processes)
+    signal.signal(signal.SIGTERM, _interrupt)  # timeout(1), a scheduler or systemd: stop as Ctrl-C does
     try:
         code, reason = supervisor.run()
     except KeyboardInterrupt:
         code, reason = 0, "interrupted"
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stopping short: orphans
     if not supervisor.stop_requested():  # over by itself: stop the rest (TensorBoard, the evaluation)
         stop_run(log_dir, None, quiet=True)
     return code, reason

@@ -138,6 +138,30 @@ def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
     assert train.run_processes(str(log_dir)) == {}
 
 
+def test_sigterm_to_the_launcher_stops_the_whole_run_with_a_final_checkpoint(tmp_path):
+    # what `timeout 600 train.py --mode child ...` or a scheduler does; it used to leave the run training
+    log_dir = tmp_path / "run"
+    exp_id = free_exp_id(2, 490)
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", "2", "--env-id",
+            "CartPole-v1", "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard", *FAST]
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        beat = lambda task: supervise.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
+        wait_for(lambda: beat(0).get("state") == "training" and beat(1).get("state") == "training", 120,
+                 "both workers training")
+        cluster = [pid for pid, argv in train.run_processes(str(log_dir)).items() if "--job-name" in argv]
+        assert len(cluster) == 3
+        launcher.send_signal(signal.SIGTERM)
+        output, _ = launcher.communicate(timeout=120)
+        assert "run over: interrupted" in output
+        assert train.run_processes(str(log_dir)) == {}, "processes left after SIGTERM to the launcher"
+        assert "saved the final checkpoint" in (log_dir / "w-0.out").read_text()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+
+
 def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     log_dir = tmp_path / "run"
     exp_id = free_exp_id(2, 400)
