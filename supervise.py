@@ -58,6 +58,16 @@ def kill_group(pid):
         pass
 
 
+def resident_mb(pid="self", field="VmRSS"):
+    """Resident memory of a process in MB, or None if it is gone: all of it (VmRSS), or only its own, not
+    file-backed (RssAnon; TensorFlow's shared libraries alone are about 330 MB of the RSS)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(line.split()[1]) / 1024 for line in handle if line.startswith(field + ":"))
+    except (OSError, StopIteration):
+        return None
+
+
 def enable_stack_dumps():
     """Make this process write every thread's Python stack to stderr (its .out log) on STACK_SIGNAL. The
     supervisor asks for them before it kills a hung worker, so its log says where it hung; faulthandler's

@@ -32,7 +32,6 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import envs  # noqa: E402
 import status  # noqa: E402
 import train  # noqa: E402
-import worker  # noqa: E402
 
 WARMUP_SECS = 10.0
 
@@ -144,22 +143,6 @@ def worker_status(log_dir, workers):
     return None if any(record is None or "seconds_in" not in record for record in records) else records
 
 
-def memory_mb(log_dir):
-    """Resident MB of the run's processes: the parameter server, each worker, the game engines they started;
-    for the TensorFlow processes also their anonymous (own, not file-backed) part."""
-    found = {}
-    for pid, argv in train.run_processes(log_dir).items():
-        if "--job-name" in argv:
-            role = argv[argv.index("--job-name") + 1]
-            name = "ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"
-            found[name] = worker.resident_mb(pid)
-            found[f"{name} anon"] = worker.resident_mb(pid, "RssAnon")
-            engines = [worker.resident_mb(child) for child in train.descendants([pid])]
-            if any(engines):
-                found[f"{name} engines"] = sum(mb for mb in engines if mb)
-    return {name: round(mb) for name, mb in sorted(found.items()) if mb}
-
-
 def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
     """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
     each thread's seconds per environment step by phase (mean over workers) and the processes' memory."""
@@ -177,7 +160,7 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
         before = worker_status(log_dir, workers)
         time.sleep(seconds)
         after = worker_status(log_dir, workers)
-        memory = memory_mb(log_dir)
+        memory = train.run_memory_mb(log_dir)
     finally:
         train.stop_run(log_dir, None, quiet=True)
         launcher.wait(timeout=60)

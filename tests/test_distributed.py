@@ -120,6 +120,10 @@ def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
         worker_1 = beat(1)["pid"]
         os.kill(worker_1, signal.SIGKILL)
         wait_for(lambda: training(1, not_pid=worker_1), 120, "w-1 restarted and training")
+        chief = beat(0)["pid"]
+        os.kill(chief, signal.SIGKILL)  # the chief comes back into the parameter server's newer values
+        wait_for(lambda: training(0, not_pid=chief), 120, "w-0 restarted and training")
+        assert "joining them, not restoring the checkpoint" in (log_dir / "w-0.out").read_text()
 
         saved = checkpoint_step(log_dir)
         [ps] = [pid for pid, argv in train.run_processes(str(log_dir)).items() if ("--job-name", "ps") in
@@ -132,6 +136,7 @@ def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
         wait_for(lambda: beat(0).get("global_step", 0) > saved, 60, "the global step going on from the checkpoint")
         record = supervise.read_json(str(log_dir / supervise.STATE_FILE))
         assert record["processes"]["ps"]["restarts"] == 1 and record["processes"]["w-1"]["restarts"] >= 2
+        assert record["processes"]["w-0"]["restarts"] >= 2
         assert record["outcome"] is None
     finally:
         subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
