@@ -222,9 +222,6 @@ def soak(args, run):
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--workers", type=int, default=2)
@@ -234,8 +231,8 @@ def main(argv=None):
     parser.add_argument("--soak", action="store_true", help="no faults: memory and STALE over --minutes")
     parser.add_argument("--exp-id", type=int, default=60)
     parser.add_argument("--out", default="tmp/faults")
+    parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
     args = parser.parse_args(argv)
-    args.extra = extra
     if args.workers < 1 or args.minutes <= 0 or args.kill_every < 10:
         parser.error("--workers >= 1, --minutes > 0 and --kill-every >= 10 are needed")
     log_dir = os.path.abspath(os.path.join(args.out, "run"))

@@ -128,9 +128,6 @@ def run_seed(args, overrides, preset, seed):
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-id", default="CartPole-v1")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -139,11 +136,12 @@ def main(argv=None):
     parser.add_argument("--value-stop-grad", action="store_true",
                         help="an experiment: the value loss does not train the layers it shares with the policy")
     parser.add_argument("--out", default="tmp/update-log")
+    parser.add_argument("extra", nargs="*", help="--set and --preset flags as train.py takes them, after --")
     args = parser.parse_args(argv)
     flags = argparse.ArgumentParser(prog="-- flags")
     flags.add_argument("--set", dest="overrides", action="append", default=[])
     flags.add_argument("--preset", default="auto", choices=constants.PRESET_CHOICES)
-    extra = flags.parse_args(extra)
+    extra = flags.parse_args(args.extra)
     try:
         envs.check_env_id(args.env_id)
         probe = envs.create_env(args.env_id)
