@@ -442,6 +442,21 @@ def a3c_losses(logits, values, actions, advantages, returns):
 
 # ---------------------------------------------------------------- the trainer
 
+def cut_partial_line(path):
+    """A CSV whose writer was killed mid-row ends without a newline: cut that partial row before appending,
+    or the next row would be glued to it. Complete rows are kept."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if not data or data.endswith(b"\n"):
+            return
+        keep = data.rfind(b"\n") + 1
+        handle.truncate(keep)
+    logger.warning("%s ended in a partial row (the process was killed while writing it): cut %d bytes",
+                   path, len(data) - keep)
+
+
 def keep_earlier_format(path, columns):
     """A CSV written by an older version with other columns is moved aside (episodes_<i>.before-<n>.csv, still
     read by plots.py and status.py), so that appending cannot misalign its rows."""
@@ -471,6 +486,7 @@ class EpisodeLogger:
         self.task = task
         self.summary_writer = summary_writer
         self.global_step_fn = global_step_fn
+        cut_partial_line(self.path)
         keep_earlier_format(self.path, self.COLUMNS)
         is_new = not os.path.exists(self.path)
         self.file = open(self.path, "a", newline="")  # appended on resume: earlier episodes are kept
@@ -507,6 +523,7 @@ class EpisodeLogger:
 
     def _write_visits(self, global_step, visits):
         if self.visits_file is None:
+            cut_partial_line(self.visits_path)
             is_new = not os.path.exists(self.visits_path)
             self.visits_file = open(self.visits_path, "a", newline="")
             if is_new:

@@ -23,9 +23,10 @@ STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (work
 
 
 def read_rows(path):
+    """The complete rows of a CSV the run writes; a row cut short (a process killed mid-write) is left out."""
     try:
         with open(path, newline="") as handle:
-            return list(csv.DictReader(handle))
+            return [row for row in csv.DictReader(handle) if None not in row and None not in row.values()]
     except OSError:
         return []
 

@@ -236,3 +236,24 @@ def test_an_older_episode_csv_is_moved_aside_not_misaligned(tmp_path):
     assert (tmp_path / "episodes_0.before-1.csv").read_text() == "global_step,wall_time,worker,reward\n10,1.0,0,2.5\n"
     with open(old) as handle:
         assert next(csv.reader(handle)) == EpisodeLogger.COLUMNS
+
+
+def test_a_row_cut_short_by_a_kill_is_cut_on_resume_and_skipped_by_readers(tmp_path):
+    import status
+    from a3c import EpisodeLogger, EpisodeTally
+
+    first = EpisodeLogger(str(tmp_path), 0, None, lambda: 10)
+    first(EpisodeTally().stats(truncated=False))
+    first.close()
+    path = tmp_path / "episodes_0.csv"
+    complete = path.read_text()
+    with open(path, "a") as handle:
+        handle.write("20,1795000000.5,0,1.0,4")  # the kill came in the middle of this row
+    assert len(status.read_rows(str(path))) == 1, "readers leave the partial row out"
+    resumed = EpisodeLogger(str(tmp_path), 0, None, lambda: 30)
+    resumed(EpisodeTally().stats(truncated=True))
+    resumed.close()
+    text = path.read_text()
+    assert text.startswith(complete) and "1795000000.5" not in text
+    rows = status.read_rows(str(path))
+    assert [row["global_step"] for row in rows] == ["10", "30"] and rows[1]["truncated"] == "1"
