@@ -144,6 +144,15 @@ def test_unwritable_log_dir(tmp_path):
     assert_one_line_error(result, "cannot write to log directory")
 
 
+def test_a_truncated_config_json_stops_the_launch_and_is_kept(tmp_path):
+    broken = '{"run": {"env_id": "CartPole-v1", "uns'  # the file cut short
+    (tmp_path / "config.json").write_text(broken)
+    result = run_train("--log-dir", str(tmp_path), "--env-id", "CartPole-v1", "--dry-run")
+    assert_one_line_error(result, "config.json is unreadable")
+    assert "move it away or use another --log-dir" in result.stderr
+    assert (tmp_path / "config.json").read_text() == broken
+
+
 def test_log_dir_of_another_environment(tmp_path):
     (tmp_path / "config.json").write_text('{"run": {"env_id": "Acrobot-v1"}}')
     result = run_train("--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--mode", "child", "--expId", "39")
