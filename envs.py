@@ -123,6 +123,15 @@ def doom_gray(rgb):
     return (rgb[..., 0] * red + rgb[..., 1] * green + rgb[..., 2] * blue).astype(np.uint8)
 
 
+def check_doom_engine(path):
+    """ViZDoom's engine must be an executable file: without its executable bit `DoomGame.init()` hangs (measured)
+    or crashes the process, instead of saying why."""
+    if not os.path.isfile(path):
+        raise EnvError(f"ViZDoom's engine {path} is missing: reinstall it (pip install --force-reinstall vizdoom)")
+    if not os.access(path, os.X_OK):
+        raise EnvError(f"ViZDoom's engine {path} is not executable: chmod +x {path}, or reinstall vizdoom")
+
+
 class DoomEnv(gym.Env):
     """MyWayHome headless: one step is `repeat` tics of the same action, repeated inside the engine, which
     renders only the frame the agent observes, in grayscale (GRAY8: no RGB frame is made or copied).
@@ -157,6 +166,7 @@ class DoomEnv(gym.Env):
 
     def _launch(self):
         vzd = self.vizdoom
+        check_doom_engine(os.path.join(os.path.dirname(vzd.__file__), "vizdoom"))
         game = vzd.DoomGame()
         game.load_config(os.path.join(vzd.scenarios_path, MYWAYHOME + ".cfg"))
         game.set_window_visible(self.render_mode == "human")  # --visualise; headless otherwise

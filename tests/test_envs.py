@@ -85,3 +85,15 @@ def test_only_games_whose_engines_leave_the_gil_step_in_threads():
     assert envs.steps_in_threads("doom") and envs.steps_in_threads("mario-1-1")
     assert envs.steps_in_threads("PongDeterministic-v4")
     assert not envs.steps_in_threads("CartPole-v1") and not envs.steps_in_threads("CorridorLong-v0")
+
+
+def test_a_doom_engine_that_cannot_run_is_named_not_waited_on(tmp_path):
+    engine = tmp_path / "vizdoom"
+    with pytest.raises(envs.EnvError, match="is missing"):
+        envs.check_doom_engine(str(engine))
+    engine.write_bytes(b"\x7fELF")
+    engine.chmod(0o644)  # what a copy that lost its mode bits looks like: DoomGame.init() then hangs
+    with pytest.raises(envs.EnvError, match=f"{engine} is not executable: chmod \\+x"):
+        envs.check_doom_engine(str(engine))
+    engine.chmod(0o755)
+    envs.check_doom_engine(str(engine))
