@@ -29,6 +29,7 @@ ROLLOUT_WAIT_SECS = 600.0  # the trainer gives up when the runner delivers nothi
 QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop request or a dead thread
 ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
+PARTIAL_ROW_SCAN_BYTES = 4096  # cut_partial_line reads the CSV's tail back in steps of this many bytes
 
 
 # ---------------------------------------------------------------- numpy: returns and advantages
@@ -444,17 +445,26 @@ def a3c_losses(logits, values, actions, advantages, returns):
 
 def cut_partial_line(path):
     """A CSV whose writer was killed mid-row ends without a newline: cut that partial row before appending,
-    or the next row would be glued to it. Complete rows are kept."""
+    or the next row would be glued to it. Complete rows are kept; only the file's tail is read."""
     if not os.path.exists(path):
         return
     with open(path, "rb+") as handle:
-        data = handle.read()
-        if not data or data.endswith(b"\n"):
-            return
-        keep = data.rfind(b"\n") + 1
+        end = handle.seek(0, os.SEEK_END)
+        keep = end
+        while keep > 0:
+            start = max(0, keep - PARTIAL_ROW_SCAN_BYTES)
+            handle.seek(start)
+            chunk = handle.read(keep - start)
+            if keep == end and chunk.endswith(b"\n"):
+                return
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            keep = start
         handle.truncate(keep)
     logger.warning("%s ended in a partial row (the process was killed while writing it): cut %d bytes",
-                   path, len(data) - keep)
+                   path, end - keep)
 
 
 def keep_earlier_format(path, columns):

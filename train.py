@@ -378,19 +378,26 @@ def run_processes(log_dir):
     return found
 
 
-def run_memory_mb(log_dir):
-    """Resident MB of the run's processes (benchmarks): the parameter server, each worker, the game engines
-    they started; for the TensorFlow processes also their anonymous (own, not file-backed) part."""
+def run_roles(log_dir):
+    """The run's TensorFlow processes running now, by the name the status view uses: {"ps": pid, "w-0": pid}."""
     found = {}
     for pid, argv in run_processes(log_dir).items():
         if "--job-name" in argv:
             role = argv[argv.index("--job-name") + 1]
-            name = "ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"
-            found[name] = supervise.resident_mb(pid)
-            found[f"{name} anon"] = supervise.resident_mb(pid, "RssAnon")
-            engines = [supervise.resident_mb(child) for child in descendants([pid])]
-            if any(engines):
-                found[f"{name} engines"] = sum(mb for mb in engines if mb)
+            found["ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"] = pid
+    return found
+
+
+def run_memory_mb(log_dir):
+    """Resident MB of the run's processes (benchmarks): the parameter server, each worker, the game engines
+    they started; for the TensorFlow processes also their anonymous (own, not file-backed) part."""
+    found = {}
+    for name, pid in run_roles(log_dir).items():
+        found[name] = supervise.resident_mb(pid)
+        found[f"{name} anon"] = supervise.resident_mb(pid, "RssAnon")
+        engines = [supervise.resident_mb(child) for child in descendants([pid])]
+        if any(engines):
+            found[f"{name} engines"] = sum(mb for mb in engines if mb)
     return {name: round(mb) for name, mb in sorted(found.items()) if mb}
 
 

@@ -35,6 +35,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import status  # noqa: E402
+from constants import read_json  # noqa: E402
 import train  # noqa: E402
 
 POLL_SECS = 1.0
@@ -51,7 +52,7 @@ class Run:
         self.log_dir, self.workers = log_dir, workers
 
     def beats(self):
-        return [status.read_json(os.path.join(self.log_dir, f"status_{task}.json")) or {}
+        return [read_json(os.path.join(self.log_dir, f"status_{task}.json")) or {}
                 for task in range(self.workers)]
 
     def global_step(self):
@@ -59,20 +60,18 @@ class Run:
 
     def training_since(self, moment):
         """Every worker is training, as a process whose heartbeats began after `moment`."""
-        return all(beat.get("state") == "training" and beat.get("started", 0) > moment for beat in self.beats())
+        return all(self.began_training(beat, moment) for beat in self.beats())
 
     def worker_training_since(self, task, moment):
-        beat = self.beats()[task]
+        return self.began_training(self.beats()[task], moment)
+
+    @staticmethod
+    def began_training(beat, moment):
         return beat.get("state") == "training" and beat.get("started", 0) > moment
 
     def pids(self):
         """{"ps": pid, "w-0": pid, ...} of the processes running now."""
-        found = {}
-        for pid, argv in train.run_processes(self.log_dir).items():
-            if "--job-name" in argv:
-                role = argv[argv.index("--job-name") + 1]
-                found["ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"] = pid
-        return found
+        return train.run_roles(self.log_dir)
 
 
 def schedule(workers, count):
@@ -250,7 +249,7 @@ def main(argv=None):
         subprocess.run(["bash", os.path.join(log_dir, "kill.sh")], capture_output=True, timeout=180)
     result.update(env_id=args.env_id, workers=args.workers, unsup=args.unsup, minutes=args.minutes,
                   csv_problems=csvs_parse(log_dir), event_steps=last_event_steps(log_dir, args.workers),
-                  supervisor=status.read_json(os.path.join(log_dir, "supervisor.json")))
+                  supervisor=read_json(os.path.join(log_dir, "supervisor.json")))
     if not args.soak and result["faults"]:
         last = max(record.get("at_global_step", 0) for record in result["faults"])
         result["events_go_on"] = all(step > last for step in result["event_steps"].values())

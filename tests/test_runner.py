@@ -257,3 +257,17 @@ def test_a_row_cut_short_by_a_kill_is_cut_on_resume_and_skipped_by_readers(tmp_p
     assert text.startswith(complete) and "1795000000.5" not in text
     rows = status.read_rows(str(path))
     assert [row["global_step"] for row in rows] == ["10", "30"] and rows[1]["truncated"] == "1"
+
+
+@pytest.mark.parametrize("tail", [b"", b"20,17,0,1.0,4", b"x" * 10000])
+def test_cut_partial_line_keeps_every_complete_row_whatever_the_tail(tmp_path, tail):
+    import a3c
+
+    rows = b"".join(b"%d,%s\n" % (step, b"y" * 3000) for step in range(5))  # rows span the scan steps
+    path = tmp_path / "episodes_0.csv"
+    path.write_bytes(rows + tail)
+    a3c.cut_partial_line(str(path))
+    assert path.read_bytes() == rows
+    path.write_bytes(tail)  # no complete row at all
+    a3c.cut_partial_line(str(path))
+    assert path.read_bytes() == b""
