@@ -29,6 +29,7 @@ ROLLOUT_WAIT_SECS = 600.0  # the trainer gives up when the runner delivers nothi
 QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop request or a dead thread
 ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
+NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
 PARTIAL_ROW_SCAN_BYTES = 4096  # cut_partial_line reads the CSV's tail back in steps of this many bytes
 
 
@@ -417,6 +418,10 @@ class RunnerThread(threading.Thread):
         return False
 
 
+class NonFiniteError(RuntimeError):
+    """Updates keep coming out NaN or inf: skipping them does not help, so the worker stops."""
+
+
 class RunnerError(RuntimeError):
     """The runner thread failed or went silent; the message says which."""
 
@@ -613,7 +618,8 @@ class A3C:
             ]
             local_vars, global_vars = list(pi.var_list), list(self.network.var_list)
             optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
-            apply_ops = [optimizer.apply_gradients(zip(grads, global_vars))]
+            updates = [(optimizer, grads, self.network.var_list)]
+            grad_norms = [grad_norm]
             if predictor is not None:
                 self.predictor_loss = predictor.training_loss(config)
                 predictor_grads = tf.gradients(self.predictor_loss * loss_scale, predictor.var_list)
@@ -624,7 +630,8 @@ class A3C:
                 predictor_optimizer = tf1.train.AdamOptimizer(config.learning_rate,
                                                               epsilon=config.predictor_adam_epsilon,
                                                               name="PredictorAdam")
-                apply_ops.append(predictor_optimizer.apply_gradients(zip(predictor_grads, self.predictor.var_list)))
+                updates.append((predictor_optimizer, predictor_grads, self.predictor.var_list))
+                grad_norms.append(predictor_grad_norm)
                 local_vars += predictor.var_list
                 global_vars += self.predictor.var_list
                 summaries += [
@@ -636,7 +643,14 @@ class A3C:
             self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
             batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
             self.next_global_step = self.global_step.assign_add(batch_size)
-            self.train_op = tf.group(*apply_ops, self.next_global_step)
+            # A NaN or inf anywhere in a loss or gradient shows in the global norm; such an update is skipped
+            # whole (weights and Adam's moments untouched) and counted by process(). The steps still count.
+            self.update_finite = tf.reduce_all(tf.math.is_finite(tf.stack(grad_norms)))
+            apply = tf.cond(self.update_finite,
+                            lambda: tf.group(*[optimizer.apply_gradients(zip(gradients, variables))
+                                               for optimizer, gradients, variables in updates]),
+                            tf.no_op)
+            self.train_op = tf.group(apply, self.next_global_step)
             self.summary_op = tf1.summary.merge(summaries)
 
         self.runner = None
@@ -644,6 +658,8 @@ class A3C:
         self.session = None
         self.last_global_step = 0
         self.updates = 0
+        self.skipped_updates = 0  # updates whose loss or gradient was not finite (see update_finite)
+        self.skipped_in_a_row = 0
         self.steps_trained = 0  # environment steps this worker has trained on
         self.timings = Timings()
         self._fps_start = None
@@ -712,24 +728,45 @@ class A3C:
         if self.local_predictor is not None:
             feed.update(self.local_predictor.feed_sequences(batch.sequences, batch.actions))
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
-        fetches = [self.train_op, self.next_global_step] + ([self.summary_op] if summarise else [])
+        fetches = [self.train_op, self.next_global_step, self.update_finite]
+        fetches += [self.summary_op] if summarise else []
         with self.timings.phase("train"):
             results = self.session.run(fetches, feed)
         self.last_global_step = int(results[1])
         self.updates += 1
+        self._count_skipped(finite=bool(results[2]), batch=batch)
         steps = len(batch.actions)
         self.steps_trained += steps
         self._fps_steps += steps
         if summarise:
-            self.summary_writer.add_summary(results[2], self.last_global_step)
+            self.summary_writer.add_summary(results[3], self.last_global_step)
             self._write_fps()
         return batch
+
+    def _count_skipped(self, finite, batch):
+        """Count a skipped (non-finite) update; many in a row mean a cause that will not pass: stop."""
+        if finite:
+            self.skipped_in_a_row = 0
+            return
+        self.skipped_updates += 1
+        self.skipped_in_a_row += 1
+        inputs = [name for name, values in (("observations", batch.observations), ("rewards", batch.returns))
+                  if not np.all(np.isfinite(values))]
+        logger.warning("update %d skipped: a loss or gradient was NaN or inf%s (%d skipped in all)", self.updates,
+                       f"; the batch's {' and '.join(inputs)} hold NaN or inf" if inputs else "",
+                       self.skipped_updates)
+        if self.skipped_in_a_row >= NONFINITE_UPDATES_LIMIT:
+            raise NonFiniteError(
+                f"{self.skipped_in_a_row} updates in a row had a NaN or inf loss or gradient and were skipped "
+                f"(the global weights are untouched by them): lower learning_rate, or check the environment's "
+                f"{' and '.join(inputs) or 'rewards and observations'}")
 
     def _write_fps(self):
         """diagnostics/fps: environment steps per second this worker trained on since the last summary."""
         now = time.time()
         summary = tf1.Summary()
         summary.value.add(tag="diagnostics/fps", simple_value=self._fps_steps / max(now - self._fps_start, 1e-6))
+        summary.value.add(tag="diagnostics/skipped_updates", simple_value=self.skipped_updates)
         self.summary_writer.add_summary(summary, self.last_global_step)
         self.summary_writer.flush()
         self._fps_start, self._fps_steps = now, 0

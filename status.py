@@ -100,6 +100,8 @@ def render(status, tensorboard_port=None):
                  f"{'last update':>14}")
     for worker in status["workers"]:
         note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
+        if worker.get("skipped_updates"):
+            note += f"   ({worker['skipped_updates']:,} NaN/inf updates skipped)"
         lines.append(f"{'w-' + str(worker['task']):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
                      f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
                      f"{worker.get('restarts', 0):>10}{worker['age']:>12.0f} s ago{note}")

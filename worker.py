@@ -227,7 +227,7 @@ def effective_config(args, env):
 
 
 def run_worker(args):
-    from a3c import A3C, EpisodeLogger
+    from a3c import A3C, EpisodeLogger, NonFiniteError
 
     tf1 = import_tf()
     task = args.task
@@ -298,6 +298,8 @@ def run_worker(args):
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError) as error:
         raise ClusterError(f"lost the parameter server at {args.ps_hosts} "
                            f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
+    except NonFiniteError as error:  # the run cannot go on by itself: the supervisor stops it with this line
+        raise UsageError(str(error)) from None
     finally:
         heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
         episode_logger.close()
@@ -322,6 +324,7 @@ class Heartbeat:
         rate = (trainer.steps_trained - self.last[1]) / max(now - self.last[0], 1e-6) if self.last else 0.0
         self.last = (now, trainer.steps_trained)
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
+                           skipped_updates=trainer.skipped_updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
                            seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb())
         constants.write_json_atomically(self.path, self.record)

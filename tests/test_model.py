@@ -216,3 +216,44 @@ def test_lstm_cell_against_hand_computation(graph):
     forget = 1 / (1 + math.exp(-1.0))
     np.testing.assert_allclose(c, [[forget, -2 * forget]], rtol=1e-6)
     np.testing.assert_allclose(h, np.tanh(c) * 0.5, rtol=1e-6)
+
+
+class PoisonedRewards(envs.gym.Wrapper):
+    """Rewards turn NaN while `poisoned` is set, as from a broken environment or reward scale."""
+    poisoned = True
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, float("nan") if self.poisoned else reward, terminated, truncated, info
+
+
+def test_a_nan_update_is_skipped_whole_and_many_in_a_row_stop_the_worker(graph, monkeypatch):
+    import a3c
+
+    env = PoisonedRewards(envs.create_env("Corridor-v0", seed=0))
+    trainer = A3C(env, 0, constants.Config(lstm_size=8, learning_rate=1e-2), unsup="action")
+    # the global weights, both optimizers' moments and beta powers: everything an update may write
+    written = [v for v in tf1.global_variables() if not v.name.startswith(("local/", "global/global_step"))]
+    assert any("PredictorAdam" in v.name for v in written) and any("beta1_power" in v.name for v in written)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        before = session.run(written)
+        steps = sum(len(trainer.process().actions) for _ in range(2))
+        for a, b in zip(before, session.run(written)):
+            np.testing.assert_array_equal(a, b)
+        assert (trainer.skipped_updates, trainer.skipped_in_a_row) == (2, 2)
+        assert trainer.last_global_step == steps, "the steps of a skipped update still count"
+
+        env.poisoned = False  # rollouts already queued are still NaN: wait for a clean update, boundedly
+        while trainer.skipped_in_a_row and trainer.updates < 30:
+            trainer.process()
+        assert trainer.skipped_in_a_row == 0 and trainer.skipped_updates < trainer.updates
+        assert any(not np.array_equal(a, b) for a, b in zip(before, session.run(written)))
+
+        env.poisoned = True
+        monkeypatch.setattr(a3c, "NONFINITE_UPDATES_LIMIT", 3)
+        with pytest.raises(a3c.NonFiniteError, match="3 updates in a row .* check the environment's rewards"):
+            for _ in range(30):
+                trainer.process()
+        trainer.stop()
