@@ -195,6 +195,27 @@ PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the univer
 RUN_IDENTITY_KEYS = ("env_id", "design_head", "unsup", "env_wrap")
 
 CONFIG_FILE = "config.json"
+CHECKPOINT_SUBDIR = "train"  # <log-dir>/train: TensorFlow's checkpoints and their `checkpoint` index file
+
+
+def latest_checkpoint(log_dir):
+    """(path prefix, bytes of its files) of the checkpoint the run would resume from, or (None, 0); read
+    from TensorFlow's `checkpoint` index file without TensorFlow, for the supervisor and the launcher."""
+    train_dir = os.path.join(log_dir, CHECKPOINT_SUBDIR)
+    try:
+        with open(os.path.join(train_dir, "checkpoint")) as handle:
+            first = handle.readline()
+    except OSError:
+        return None, 0
+    if not first.startswith("model_checkpoint_path:"):
+        return None, 0
+    prefix = os.path.join(train_dir, os.path.basename(first.split(":", 1)[1].strip().strip('"')))
+    try:
+        size = sum(os.path.getsize(os.path.join(train_dir, name)) for name in os.listdir(train_dir)
+                   if name.startswith(os.path.basename(prefix) + "."))
+    except OSError:
+        return None, 0
+    return prefix, size
 
 
 def read_run_config(log_dir):

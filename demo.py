@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 import constants  # noqa: E402
 import envs  # noqa: E402
 import status  # noqa: E402
-from worker import CHECKPOINT_SUBDIR, UsageError, checkpoint_shapes, import_tf  # noqa: E402
+from constants import CHECKPOINT_SUBDIR  # noqa: E402
+from worker import UsageError, checkpoint_shapes, import_tf  # noqa: E402
 
 logger = logging.getLogger("demo")
 

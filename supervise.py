@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from constants import read_json, write_json_atomically
+from constants import latest_checkpoint, read_json, write_json_atomically
 
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before the 1st, 2nd, ... restart in a row
 FAILURE_LIMIT = 5  # this many failures of one process ...
@@ -34,6 +34,8 @@ USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
 STACK_SIGNAL = signal.SIGUSR1  # asks a worker for its threads' stacks (enable_stack_dumps)
 STACK_WAIT_SECS = 2.0  # how long a hung worker is given to write them
 PY_SPY_SECS = 30.0  # the native stacks of a hung worker, where py-spy is installed, are taken within this
+SPARE_CHECKPOINTS = 2  # the run stops while its filesystem still has room for this many more checkpoints
+MIN_FREE_BYTES = 10 * 2**20  # ... and never runs on with less than this free (events, CSVs, the first checkpoint)
 
 logger = logging.getLogger("supervise")
 
@@ -48,6 +50,34 @@ def last_line(path):
     except OSError:
         return ""
     return lines[-1] if lines else ""
+
+
+def disk_problem(log_dir):
+    """Why the log directory cannot take the run's next writes, or None: it is read-only, or too full to hold
+    SPARE_CHECKPOINTS more checkpoints. A run that stopped here loses nothing written; one that ran on would
+    fail in the middle of a checkpoint, a CSV row or an events file."""
+    try:
+        stats = os.statvfs(log_dir)
+    except OSError as error:
+        return f"the log directory {log_dir} cannot be read ({error.strerror})"
+    if stats.f_flag & os.ST_RDONLY:
+        return f"the log directory {log_dir} is on a filesystem that is read-only now"
+    if not os.access(log_dir, os.W_OK):
+        return f"the log directory {log_dir} is not writable now"
+    free = stats.f_bavail * stats.f_frsize
+    needed = max(SPARE_CHECKPOINTS * latest_checkpoint(log_dir)[1], MIN_FREE_BYTES)
+    if free < needed:
+        return (f"the log directory's filesystem has {free / 2**20:.1f} MB free, less than the {needed / 2**20:.1f} MB "
+                f"that {SPARE_CHECKPOINTS} more checkpoints need")
+    return None
+
+
+def resume_note(log_dir):
+    """What a relaunch would resume from, for the message that stops a run."""
+    prefix, _ = latest_checkpoint(log_dir)
+    if prefix is None:
+        return "no checkpoint was written yet"
+    return f"the last checkpoint, {os.path.basename(prefix)}, is intact; a relaunch resumes from it"
 
 
 def kill_group(pid):
@@ -146,6 +176,7 @@ class Supervisor:
         self.members = [Member(name, argv, log_dir) for name, argv in processes.items()]
         self.hang_secs, self.delays, self.limit, self.window, self.clock = hang_secs, delays, limit, window, clock
         self.outcome = None  # (exit status, reason) once the run is over
+        self.disk_stop = False  # stopped because the log directory cannot take more writes
 
     def stop_requested(self):
         return os.path.exists(os.path.join(self.log_dir, STOP_MARKER))
@@ -153,6 +184,10 @@ class Supervisor:
     def step(self):
         """Start what is due, notice what died or hung; returns the outcome once the run is over."""
         now = self.clock()
+        problem = disk_problem(self.log_dir)
+        if problem is not None:
+            self.disk_stop = True
+            return self._finish(USAGE_ERROR, f"{problem}: the run is stopped")
         for member in self.members:
             if member.done:
                 continue
@@ -220,7 +255,15 @@ class Supervisor:
         record = {"time": now, "pid": os.getpid(), "outcome": self.outcome, "processes": {
             member.name: {"pid": member.process.pid if member.process else None, "restarts": member.restarts,
                           "last_reason": member.last_reason, "done": member.done} for member in self.members}}
-        write_json_atomically(os.path.join(self.log_dir, STATE_FILE), record)
+        try:
+            write_json_atomically(os.path.join(self.log_dir, STATE_FILE), record)
+        except OSError as error:  # the disk check stops the run at the next step; the record waits till then
+            logger.warning("cannot write %s (%s)", STATE_FILE, error.strerror)
+
+    def note_resume_point(self):
+        """Once the run is stopped (the chief's last checkpoint written, or not): say what a relaunch gets."""
+        code, reason = self.outcome
+        return self._finish(code, f"{reason}; {resume_note(self.log_dir)}")
 
     def running_pids(self):
         return [member.process.pid for member in self.members if member.process is not None]

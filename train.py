@@ -325,6 +325,9 @@ def check_log_dir(log_dir):
     except OSError as error:
         raise LaunchError(f"cannot write to log directory {log_dir} ({error.strerror}); "
                           f"choose another --log-dir") from None
+    problem = supervise.disk_problem(log_dir)
+    if problem is not None:
+        raise LaunchError(f"{problem}; free some space or choose another --log-dir")
 
 
 def port_in_use(port):
@@ -470,9 +473,14 @@ def run_supervisor(log_dir):
         code, reason = supervisor.run()
     except KeyboardInterrupt:
         code, reason = 0, "interrupted"
+    except Exception as error:  # noqa: BLE001 -- whatever broke the supervisor, the run must not go on unwatched
+        code, reason = 1, f"the supervisor failed ({type(error).__name__}: {error}); the run is stopped"
+        supervise.logger.exception("supervisor failed")
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stopping short: orphans
     if not supervisor.stop_requested():  # over by itself: stop the rest (TensorBoard, the evaluation)
         stop_run(log_dir, None, quiet=True)
+    if supervisor.disk_stop:
+        code, reason = supervisor.note_resume_point()
     return code, reason
 
 
@@ -532,8 +540,14 @@ def stop_run(log_dir, session, quiet=False):
     """Stop the processes of the run in `log_dir`: workers first (the chief saves), then PS and TensorBoard."""
     log_dir = os.path.abspath(log_dir)
     if os.path.isdir(log_dir):  # no supervisor starts again what is stopped here
-        with open(os.path.join(log_dir, supervise.STOP_MARKER), "w") as marker:
-            marker.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+        try:
+            with open(os.path.join(log_dir, supervise.STOP_MARKER), "w") as marker:
+                marker.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+        except OSError as error:  # a full or read-only disk: stop the supervisor first, then the rest
+            print(f"cannot leave the stop marker in {log_dir} ({error.strerror}); stopping its supervisor first",
+                  file=sys.stderr)
+            supervisors = [pid for pid, argv in run_processes(log_dir).items() if SUPERVISE_FLAG in argv]
+            _signal_and_wait(supervisors, signal.SIGTERM, 5.0)
     running = run_processes(log_dir)
     workers = [pid for pid, argv in running.items() if ("--job-name", "worker") in set(zip(argv, argv[1:]))]
     others = [pid for pid in running if pid not in workers]

@@ -7,6 +7,7 @@ parameter server (between-graph replication). Worker 0 is the chief: it initiali
 variables and checkpoints them every `checkpoint_secs`.
 """
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -25,7 +26,7 @@ import supervise  # noqa: E402
 
 logger = logging.getLogger("worker")
 
-CHECKPOINT_SUBDIR = "train"
+CHECKPOINT_SUBDIR = constants.CHECKPOINT_SUBDIR
 FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is ended this much later
 OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
 CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
@@ -39,6 +40,26 @@ class UsageError(Exception):
 
 class ClusterError(Exception):
     """The parameter server went away or stopped answering; reported as one line, exit status 1."""
+
+
+WRITE_FAILURES = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
+                  errno.EROFS: "Read-only file system", errno.EACCES: "Permission denied"}
+
+
+def write_failure(error, log_dir):
+    """The one line that stops a worker whose write into the log directory failed (a full disk, a filesystem
+    gone read-only), or None when `error` is something else. TensorFlow's checkpoint errors carry only text."""
+    cause = error.__cause__ if error.__cause__ is not None else error  # the runner thread's, via RunnerError
+    if isinstance(cause, OSError) and cause.errno in WRITE_FAILURES:
+        what = cause.filename or log_dir
+    else:
+        text = getattr(cause, "message", "")
+        reason = next((reason for reason in WRITE_FAILURES.values() if reason in text), None)
+        if reason is None or log_dir not in text:
+            return None
+        cause = OSError(None, reason)
+        what = f"a checkpoint in {os.path.join(log_dir, CHECKPOINT_SUBDIR)}"
+    return f"cannot write {what} ({cause.strerror}): stopped; {supervise.resume_note(log_dir)}"
 
 
 def parse_args(argv=None):
@@ -300,9 +321,17 @@ def run_worker(args):
                            f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     except NonFiniteError as error:  # the run cannot go on by itself: the supervisor stops it with this line
         raise UsageError(str(error)) from None
+    except Exception as error:  # noqa: BLE001 -- only a failed write into the log directory is turned into a line
+        line = write_failure(error, args.log_dir)
+        if line is None:
+            raise
+        raise UsageError(line) from None
     finally:
-        heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
-        episode_logger.close()
+        try:
+            heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
+            episode_logger.close()
+        except OSError as error:  # the disk that failed the run fails these too: the error above is the news
+            logger.warning("could not record the stop: %s", error)
         for env in worker_envs:
             env.close()
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
@@ -369,6 +398,12 @@ def main(argv=None):
     except ClusterError as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # config.json, a CSV or a heartbeat could not be written before training began
+        line = write_failure(error, args.log_dir)
+        if line is None:
+            raise
+        print(f"{name}: error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

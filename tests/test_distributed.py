@@ -287,3 +287,60 @@ def test_pretrain_starts_a_new_run_from_old_weights(tmp_path):
     for name in policy:
         assert abs(old.get_tensor(name) - new.get_tensor(name)).max() < 1e-6, name
     assert new.get_tensor("global/global_step") < 1000
+
+
+DISK_FAULT_SCRIPT = r"""
+set -u
+mount -t tmpfs -o size=40m tmpfs "$DISK" || exit 97
+run() { "$PY" "$TRAIN" --mode child --num-workers 2 --env-id CartPole-v1 --log-dir "$DISK/run" --expId "$EXP" \
+        --no-tensorboard --set lstm_size=32 --set checkpoint_secs=5; }
+run > "$OUT/launcher.txt" 2>&1 &
+launcher=$!
+i=0  # the fault comes once a checkpoint past step 0 exists, or after 120 s
+until grep -qs 'model_checkpoint_path: .*ckpt-[1-9]' "$DISK/run/train/checkpoint" || [ $i -ge 240 ]; do
+    sleep 0.5; i=$((i + 1))
+done
+case "$FAULT" in
+    full) dd if=/dev/zero of="$DISK/filler" bs=1M 2>/dev/null ;;
+    read-only) mount --bind "$DISK" "$DISK" && mount -o remount,bind,ro "$DISK" ;;
+esac
+wait $launcher; echo $? > "$OUT/launcher.rc"
+run > "$OUT/relaunch.txt" 2>&1; echo $? > "$OUT/relaunch.rc"
+cp -r "$DISK/run" "$OUT/run"
+"""
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_a_full_or_read_only_disk_stops_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path, fault):
+    """The log directory's filesystem fills up, or turns read-only, under a running run (a filesystem of its own
+    in a user and mount namespace): the run stops with one line, leaves no process, and the checkpoint it names
+    restores; the relaunch is refused in one line until there is room."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here to give the run a filesystem of its own")
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    env = dict(os.environ, DISK=str(disk), OUT=str(out), FAULT=fault, PY=sys.executable,
+               TRAIN=os.path.join(ROOT, "train.py"), EXP=str(free_exp_id(2, 300)))
+    try:
+        subprocess.run(["unshare", "-rm", "sh", "-c", DISK_FAULT_SCRIPT], env=env, timeout=280, check=True)
+    finally:
+        leftover = train.run_processes(str(disk / "run"))
+        for pid in leftover:
+            os.kill(pid, signal.SIGKILL)
+    assert leftover == {}, "processes of the run left behind"
+    output = (out / "launcher.txt").read_text()
+    assert (out / "launcher.rc").read_text().strip() == "1", output
+    assert "Traceback" not in output
+    reason = {"full": "filesystem has 0.0 MB free", "read-only": "is on a filesystem that is read-only now"}[fault]
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("run over: ") and reason in last and "the run is stopped; the last checkpoint" in last
+    named = last.split("the last checkpoint, ")[1].split(",")[0]
+    reader = tf1.train.load_checkpoint(str(out / "run" / "train" / named))
+    assert "global/global_step" in reader.get_variable_to_shape_map() and reader.get_tensor("global/global_step") > 0
+    for task in (0, 1):
+        assert episodes(out / "run", task), "the episode CSVs are kept and parse"
+    relaunch = (out / "relaunch.txt").read_text().strip()
+    assert (out / "relaunch.rc").read_text().strip() == "2" and len(relaunch.splitlines()) == 1, relaunch
+    assert {"full": "free some space or choose another --log-dir",
+            "read-only": "Read-only file system"}[fault] in relaunch

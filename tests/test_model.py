@@ -158,12 +158,16 @@ def test_a_batch_of_sequences_of_different_lengths_is_the_sum_of_its_sequences(g
 
 
 def test_adam_epsilon_reaches_the_optimizer(graph):
-    A3C(envs.create_env("Corridor-v0"), 0, constants.Config(lstm_size=8, adam_epsilon=0.1))
-    applies = [op for op in graph.get_operations() if op.type in ("ApplyAdam", "ResourceApplyAdam")]
-    with tf1.Session() as session:
-        # inputs: var, m, v, beta1^t, beta2^t, lr, beta1, beta2, epsilon, gradient
-        epsilons = {round(float(session.run(op.inputs[8])), 6) for op in applies}
-    assert applies and epsilons == {0.1}
+    """Each optimizer's epsilon constant, where its ApplyAdam ops read it: inside the update's conditional
+    (see A3C.update_finite), a function of the graph."""
+    A3C(envs.create_env("Corridor-v0"), 0, constants.Config(lstm_size=8, adam_epsilon=0.1,
+                                                              predictor_adam_epsilon=1e-5), unsup="action")
+    branches = [function for function in graph.as_graph_def().library.function
+                if any(node.op.endswith("ApplyAdam") for node in function.node_def)]
+    assert len(branches) == 1
+    epsilons = {node.name: tf.make_ndarray(node.attr["value"].tensor) for node in branches[0].node_def
+                if node.name.endswith("Adam/epsilon")}
+    assert epsilons == {"Adam/epsilon": pytest.approx(0.1), "PredictorAdam/epsilon": pytest.approx(1e-5)}
 
 
 def test_a3c_learns_the_corridor(graph):
@@ -257,3 +261,93 @@ def test_a_nan_update_is_skipped_whole_and_many_in_a_row_stop_the_worker(graph, 
             for _ in range(30):
                 trainer.process()
         trainer.stop()
+
+
+def first_update_change(config, unsup="none"):
+    """(change of the policy's global weights, of the predictor's) in one update: (norm, norm or None)."""
+    trainer = A3C(envs.create_env("Corridor-v0", seed=0), 0, config, unsup=unsup)
+    parts = [trainer.network.var_list] + ([trainer.predictor.var_list] if trainer.predictor else [])
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        before = session.run(parts)
+        trainer.process()
+        after = session.run(parts)
+        trainer.stop()
+    norms = [np.sqrt(sum(np.sum((a - b) ** 2) for a, b in zip(x, y))) for x, y in zip(before, after)]
+    return norms[0], (norms[1] if len(norms) > 1 else None)
+
+
+def test_gradients_are_clipped_to_their_global_norm(graph):
+    """Adam's first step is lr * sqrt(1 - beta2) * g / (sqrt(1 - beta2) |g| + eps) per weight; with eps much
+    larger than |g| it is linear in g, so the change's norm is lr * sqrt(1 - beta2) / eps * |clipped g|."""
+    clip, learning_rate, epsilon = 1e-3, 100.0, 1.0
+    changed, _ = first_update_change(constants.Config(lstm_size=8, grad_norm_clip=clip, learning_rate=learning_rate,
+                                                      adam_epsilon=epsilon))
+    assert changed == pytest.approx(learning_rate * math.sqrt(1 - 0.999) / epsilon * clip, rel=0.02)
+
+
+def test_unclipped_gradients_are_larger_than_the_clip_in_the_test_above(graph):
+    changed, _ = first_update_change(constants.Config(lstm_size=8, grad_norm_clip=1e9, learning_rate=100.0,
+                                                      adam_epsilon=1.0))
+    assert changed > 10 * 100.0 * math.sqrt(1 - 0.999) * 1e-3, "else the clip test could not fail"
+
+
+def test_policy_no_backprop_steps_hold_the_policy_while_the_predictor_learns(graph):
+    held, predictor = first_update_change(constants.Config(lstm_size=8, policy_no_backprop_steps=10**9), "action")
+    assert held == 0.0 and predictor > 0.0
+
+
+class HungEnv(envs.gym.Wrapper):
+    """An environment whose step never returns until released (a game engine that hangs)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        import threading
+
+        self.release = threading.Event()
+
+    def step(self, action):
+        self.release.wait()
+        return self.env.step(action)
+
+
+def test_a_hung_environment_is_reported_by_the_trainer_not_waited_on_forever(graph, monkeypatch):
+    import a3c
+
+    monkeypatch.setattr(a3c, "ROLLOUT_WAIT_SECS", 2.0)
+    env = HungEnv(envs.create_env("Corridor-v0"))
+    trainer = A3C(env, 0, constants.Config(lstm_size=8))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        start = time.time()
+        with pytest.raises(RunnerError, match="no rollout from the runner thread in 2 s: is the environment hung"):
+            trainer.process()
+        assert time.time() - start < 10
+        env.release.set()
+        trainer.stop()
+
+
+def test_a_checkpoint_of_another_model_is_refused_in_one_line(graph, tmp_path):
+    import worker
+
+    train_dir = tmp_path / "train"
+    with tf.Graph().as_default():
+        tf1.get_variable("global/weights", [2, 3])
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            tf1.train.Saver().save(session, str(train_dir / "model.ckpt"), global_step=7)
+    same = tf1.get_variable("global/weights", [2, 3])
+    assert worker.check_checkpoint(tf1, str(train_dir), [same]).endswith("model.ckpt-7")
+    other_shape = tf1.get_variable("global/weights_other", [2, 4])
+    with pytest.raises(worker.UsageError, match="lacks global/weights_other: it was written by a different model"):
+        worker.check_checkpoint(tf1, str(train_dir), [other_shape])
+    with tf.Graph().as_default():
+        wider = tf1.get_variable("global/weights", [2, 4])
+        with pytest.raises(worker.UsageError, match=r"has global/weights of shape \[2, 3\], the model needs \[2, 4\]"):
+            worker.check_checkpoint(tf1, str(train_dir), [wider])
+    for path in train_dir.glob("model.ckpt-7.*"):
+        path.unlink()
+    with pytest.raises(worker.UsageError, match="names checkpoints that do not exist"):
+        worker.check_checkpoint(tf1, str(train_dir), [same])

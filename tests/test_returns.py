@@ -79,3 +79,13 @@ def test_extend_joins_rollouts_of_one_episode_only():
     finished = rollout([1.0], [0.0], terminal=True)
     with pytest.raises(ValueError):
         finished.extend(second)
+
+
+def test_reward_scale_scales_the_extrinsic_reward_before_the_clip_and_not_the_bonus():
+    r = rollout([5.0, -30.0], [0.0, 0.0])
+    r.bonuses = [0.5, 0.25]
+    # 5 * .1 + .5 = 1, -30 * .1 + .25 = -2.75; gamma 1: returns 1 - 2.75 = -1.75, -2.75
+    np.testing.assert_allclose(process_rollout(r, 1.0, 1.0, reward_scale=0.1).returns, [-1.75, -2.75])
+    # with the clip: clip(.5) + .5 = 1, clip(-3) = -1, + .25 = -.75: returns .25, -.75
+    np.testing.assert_allclose(process_rollout(r, 1.0, 1.0, reward_clip=1.0, reward_scale=0.1).returns,
+                               [0.25, -0.75])

@@ -110,3 +110,44 @@ def test_nothing_is_restarted_once_kill_sh_has_left_its_marker(tmp_path):
         each.process.kill()
     assert run_until(supervisor, lambda: False) == (0, "stopped")
     assert all(m.restarts == 0 and m.process is None for m in supervisor.members)
+
+
+def test_disk_problem_keeps_room_for_two_checkpoints_and_names_a_read_only_filesystem(tmp_path, monkeypatch):
+    import errno
+
+    import worker
+
+    train_dir = tmp_path / "train"
+    train_dir.mkdir()
+    (train_dir / "model.ckpt-7.data-00000-of-00001").write_bytes(b"0" * (8 * 2**20))
+    (train_dir / "model.ckpt-7.index").write_bytes(b"0" * 1024)
+    (train_dir / "checkpoint").write_text('model_checkpoint_path: "/elsewhere/train/model.ckpt-7"\n')
+    real = os.statvfs(tmp_path)
+
+    def fake(free_mb, flags=0):
+        fields = dict(f_bavail=int(free_mb * 2**20 // real.f_frsize), f_flag=real.f_flag | flags)
+        return lambda path: type("Stats", (), {name: getattr(real, name) for name in dir(real)
+                                               if name.startswith("f_")} | fields)
+
+    monkeypatch.setattr(os, "statvfs", fake(17.0))
+    assert supervise.disk_problem(str(tmp_path)) is None
+    monkeypatch.setattr(os, "statvfs", fake(15.9))
+    assert "15.9 MB free, less than the 16.0 MB that 2 more checkpoints need" in supervise.disk_problem(str(tmp_path))
+    monkeypatch.setattr(os, "statvfs", fake(1000.0, os.ST_RDONLY))
+    assert "is on a filesystem that is read-only now" in supervise.disk_problem(str(tmp_path))
+    assert supervise.resume_note(str(tmp_path)) == ("the last checkpoint, model.ckpt-7, is intact; a relaunch "
+                                                    "resumes from it")
+
+    # the worker's side: a failed write into the log directory is one line; anything else is not its business
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "episodes_0.csv"))
+    assert worker.write_failure(full, str(tmp_path)) == (
+        f"cannot write {tmp_path / 'episodes_0.csv'} (No space left on device): stopped; the last checkpoint, "
+        f"model.ckpt-7, is intact; a relaunch resumes from it")
+    wrapped = RuntimeError("runner thread failed")
+    wrapped.__cause__ = full
+    assert worker.write_failure(wrapped, str(tmp_path)).startswith("cannot write")
+    saver = type("OpError", (Exception,), {"message": f"{train_dir}/model.ckpt-9.tempstate1; Read-only file system"})
+    assert worker.write_failure(saver(), str(tmp_path)).startswith(
+        f"cannot write a checkpoint in {train_dir} (Read-only file system)")
+    assert worker.write_failure(OSError(errno.ENOENT, "No such file or directory"), str(tmp_path)) is None
+    assert worker.write_failure(ValueError("No space left on device"), str(tmp_path)) is None
