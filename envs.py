@@ -178,6 +178,9 @@ class DoomEnv(gym.Env):
         game.set_available_game_variables([vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y,
                                            vzd.GameVariable.ANGLE])
         game.add_game_args("+sv_cheats 1")  # lets the `warp` console command put the player on a fixed start
+        # The engine makes ./_vizdoom at start and exits the whole process when that mkdir fails with "File
+        # exists": two engines starting at once in a fresh directory (seen here) kill one of them.
+        os.makedirs("_vizdoom", exist_ok=True)
         game.init()
         return game
 

@@ -178,3 +178,20 @@ def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):
     assert plots.main([str(tmp_path), "--out", str(blocker / "out")]) == 2
     error = capsys.readouterr().err
     assert error.startswith("plots.py: error: ") and error.count("\n") == 1 and "choose another --out" in error
+
+
+@pytest.mark.parametrize("script,argv,expected", [
+    ("status.py", ["--log-dir", "{tmp}/nowhere"], "does not exist: is it a run's --log-dir?"),
+    ("status.py", ["--log-dir", "{tmp}", "--interval", "0"], "--interval and --stale-seconds must be positive"),
+    ("demo.py", ["--log-dir", "{tmp}", "--episodes", "0"], "--episodes must be at least 1, got 0"),
+    ("demo.py", ["--log-dir", "{tmp}", "--random", "--env-id", "Nope-v0"], "unknown environment id 'Nope-v0'"),
+    ("demo.py", ["--log-dir", "{tmp}/cut"], "config.json is unreadable"),
+    ("demo.py", ["--log-dir", "{tmp}"], "has no config.json: is it a run's log directory?"),
+])
+def test_status_and_playback_answer_bad_input_in_one_line(tmp_path, script, argv, expected):
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "config.json").write_text('{"run": {"env_id": "CartPole-v1"')
+    result = subprocess.run([sys.executable, os.path.join(ROOT, script), *(a.format(tmp=tmp_path) for a in argv)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and expected in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"{script}: error: ") and "Traceback" not in result.stderr
