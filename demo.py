@@ -114,9 +114,19 @@ def snapshot_checkpoint(tf1, train_dir, chosen, destination):
             time.sleep(0.5)
             continue
         prefix = os.path.join(destination, os.path.basename(source))
-        step = source.rsplit("-", 1)[-1]
-        return prefix, int(step) if step.isdigit() else 0
+        return prefix, checkpoint_step(tf1, prefix)
     raise UsageError(f"checkpoints in {train_dir} kept disappearing while being copied; try again")
+
+
+def checkpoint_step(tf1, prefix):
+    """The global step the checkpoint's weights were saved at. Not the one in its name: TensorFlow's Saver
+    reads the step for the name apart from the save itself, and the other workers' updates go on in between
+    (a test saw model.ckpt-3440 hold step 3521)."""
+    try:
+        return int(tf1.train.NewCheckpointReader(prefix).get_tensor("global/global_step"))
+    except Exception:  # noqa: BLE001 -- a checkpoint without the step (pretrained weights): use its name
+        step = prefix.rsplit("-", 1)[-1]
+        return int(step) if step.isdigit() else 0
 
 
 class Agent:
