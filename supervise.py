@@ -34,6 +34,8 @@ USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
 STACK_SIGNAL = signal.SIGUSR1  # asks a worker for its threads' stacks (enable_stack_dumps)
 STACK_WAIT_SECS = 2.0  # how long a hung worker is given to write them
 PY_SPY_SECS = 30.0  # the native stacks of a hung worker, where py-spy is installed, are taken within this
+WORKERS_MEMORY_SHARE = 0.5  # the workers together may hold this share of the machine's memory before ...
+RECYCLE_SIGNAL = signal.SIGTERM  # ... the biggest over its part is stopped this way (it saves, exits) and restarted
 SPARE_CHECKPOINTS = 2  # the run stops while its filesystem still has room for this many more checkpoints
 MIN_FREE_BYTES = 10 * 2**20  # ... and never runs on with less than this free (events, CSVs, the first checkpoint)
 
@@ -78,6 +80,15 @@ def resume_note(log_dir):
     if prefix is None:
         return "no checkpoint was written yet"
     return f"the last checkpoint, {os.path.basename(prefix)}, is intact; a relaunch resumes from it"
+
+
+def worker_memory_limit_mb(workers):
+    """Each worker's part of WORKERS_MEMORY_SHARE of this machine's memory: the workers' memory grows with
+    time (about 5 MB a minute each on Doom, cause not found; README), and a run of days must not meet the
+    OOM killer, which would take the parameter server or a game engine as well."""
+    with open("/proc/meminfo") as handle:
+        total_mb = next(int(line.split()[1]) for line in handle if line.startswith("MemTotal:")) / 1024
+    return WORKERS_MEMORY_SHARE * total_mb / max(workers, 1)
 
 
 def kill_group(pid):
@@ -146,6 +157,7 @@ class Member:
         self.restarts = 0
         self.last_reason = None
         self.done = False
+        self.recycling = False  # asked to stop for its memory: its exit is a planned restart, not a failure
 
     @property
     def task(self):
@@ -171,9 +183,11 @@ class Supervisor:
     """Starts `processes` ({name: argv}: "ps" and "w-<i>") and keeps them running; `step()` is one round."""
 
     def __init__(self, log_dir, processes, hang_secs=HANG_SECS, delays=RESTART_DELAYS, limit=FAILURE_LIMIT,
-                 window=FAILURE_WINDOW_SECS, clock=time.time):
+                 window=FAILURE_WINDOW_SECS, clock=time.time, memory_limit_mb=None):
         self.log_dir = log_dir
         self.members = [Member(name, argv, log_dir) for name, argv in processes.items()]
+        workers = sum(member.task is not None for member in self.members)
+        self.memory_limit_mb = memory_limit_mb or worker_memory_limit_mb(workers)
         self.hang_secs, self.delays, self.limit, self.window, self.clock = hang_secs, delays, limit, window, clock
         self.outcome = None  # (exit status, reason) once the run is over
         self.disk_stop = False  # stopped because the log directory cannot take more writes
@@ -197,6 +211,7 @@ class Supervisor:
                 continue
             code = member.process.poll()
             if code is None:
+                self._recycle_if_too_big(member)
                 age = member.heartbeat_age(now)
                 if age is not None and age > self.hang_secs:
                     logger.warning("%s: no heartbeat for %.0f s: hung; its stacks go to %s, then it is killed",
@@ -211,6 +226,10 @@ class Supervisor:
             member.process = None
             if self.stop_requested():
                 member.done = True
+            elif member.recycling:
+                member.recycling = False
+                member.restarts += 1
+                member.due = now
             elif code == 0 and member.task is not None:
                 member.done = True  # reached max_global_steps, or was told to stop
                 logger.info("%s finished", member.name)
@@ -225,11 +244,26 @@ class Supervisor:
         self._write_state(now)
         return self.outcome
 
+    def _recycle_if_too_big(self, member):
+        """A worker over its memory limit is asked to stop (the chief saves first) and is started again."""
+        size = resident_mb(member.process.pid) if member.task is not None and not member.recycling else None
+        if size is None or size <= self.memory_limit_mb:
+            return
+        member.recycling = True
+        member.last_reason = f"restarted for its memory ({size:,.0f} MB, over {self.memory_limit_mb:,.0f} MB)"
+        logger.warning("%s uses %.0f MB, more than its %.0f MB: stopping it to start it again (its memory grows "
+                       "with time; README, Benchmarks)", member.name, size, self.memory_limit_mb)
+        try:
+            member.process.send_signal(RECYCLE_SIGNAL)
+        except ProcessLookupError:
+            pass
+
     def _out(self, member):
         return os.path.join(self.log_dir, f"{member.name}.out")
 
     def _failed(self, member, now, reason):
         member.process = None
+        member.recycling = False
         member.last_reason = reason
         if member.started is not None and now - member.started >= HEALTHY_SECS:
             member.in_a_row = 0

@@ -5,6 +5,8 @@ import os
 import sys
 import time
 
+import pytest
+
 import supervise
 
 FAST = dict(delays=(0.0, 0.2), limit=3, window=60.0)
@@ -151,3 +153,27 @@ def test_disk_problem_keeps_room_for_two_checkpoints_and_names_a_read_only_files
         f"cannot write a checkpoint in {train_dir} (Read-only file system)")
     assert worker.write_failure(OSError(errno.ENOENT, "No such file or directory"), str(tmp_path)) is None
     assert worker.write_failure(ValueError("No space left on device"), str(tmp_path)) is None
+
+
+def test_a_worker_over_its_memory_limit_is_stopped_and_started_again_not_counted_as_failing(tmp_path):
+    # 150 MB held, then waits; SIGTERM ends it cleanly, as it ends a worker (the chief saves first)
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+            "hold = b'x' * (150 * 2**20)\n"
+            "print('holding', flush=True)\n"
+            "time.sleep(60)")
+    supervisor = supervise.Supervisor(str(tmp_path), {"w-0": python(code)}, memory_limit_mb=100, **FAST)
+    worker = member(supervisor, "w-0")
+    assert run_until(supervisor, lambda: worker.restarts == 1) is None
+    assert worker.last_reason.startswith("restarted for its memory (") and "over 100 MB" in worker.last_reason
+    assert not worker.failures and not worker.done, "a planned restart is neither a failure nor the end"
+    run_until(supervisor, lambda: worker.process is not None)
+    worker.process.kill()
+
+
+def test_the_workers_memory_limit_is_their_share_of_half_the_machine():
+    with open("/proc/meminfo") as handle:
+        total_mb = int(handle.readline().split()[1]) / 1024
+    assert supervise.worker_memory_limit_mb(4) == pytest.approx(total_mb / 8)
+    assert supervise.Supervisor("/nowhere", {"ps": ["true"], "w-0": ["true"], "w-1": ["true"]}).memory_limit_mb \
+        == pytest.approx(total_mb / 4)
