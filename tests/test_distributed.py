@@ -181,7 +181,10 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     # chief's last save (< queue of 5 + 2 rollouts of 20 per worker, and one joined batch).
     played = [sum(int(row["length"]) for row in worker_rows) for worker_rows in rows]
     assert sum(played) - 2 * (5 + 2) * 20 - 100 <= step <= sum(played) + 2 * 500
-    assert min(played) >= 0.2 * step, "both workers must have trained concurrently"
+    # Both trained at the same time: their episodes' times overlap. (A share of the steps each is no proof: a
+    # fresh-clone CI on loaded cores saw worker 1 start late and play 503 of 3,007.)
+    times = [[float(row["wall_time"]) for row in worker_rows] for worker_rows in rows]
+    assert max(min(each) for each in times) < min(max(each) for each in times), "the workers never overlapped"
     for task in (0, 1):
         assert {"global/episode_reward", "global/episode_length", "global/episode_time",
                 "model/policy_loss", "model/value_loss", "model/entropy", "model/grad_global_norm",
