@@ -246,7 +246,9 @@ class Supervisor:
 
     def _recycle_if_too_big(self, member):
         """A worker over its memory limit is asked to stop (the chief saves first) and is started again."""
-        size = resident_mb(member.process.pid) if member.task is not None and not member.recycling else None
+        if member.task is None or member.recycling:
+            return
+        size = resident_mb(member.process.pid)
         if size is None or size <= self.memory_limit_mb:
             return
         member.recycling = True

@@ -42,24 +42,21 @@ class ClusterError(Exception):
     """The parameter server went away or stopped answering; reported as one line, exit status 1."""
 
 
-WRITE_FAILURES = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
-                  errno.EROFS: "Read-only file system", errno.EACCES: "Permission denied"}
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES)  # a write into the log directory failed
 
 
 def write_failure(error, log_dir):
     """The one line that stops a worker whose write into the log directory failed (a full disk, a filesystem
     gone read-only), or None when `error` is something else. TensorFlow's checkpoint errors carry only text."""
     cause = error.__cause__ if error.__cause__ is not None else error  # the runner thread's, via RunnerError
-    if isinstance(cause, OSError) and cause.errno in WRITE_FAILURES:
-        what = cause.filename or log_dir
-    else:
-        text = getattr(cause, "message", "")
-        reason = next((reason for reason in WRITE_FAILURES.values() if reason in text), None)
-        if reason is None or log_dir not in text:
-            return None
-        cause = OSError(None, reason)
-        what = f"a checkpoint in {os.path.join(log_dir, CHECKPOINT_SUBDIR)}"
-    return f"cannot write {what} ({cause.strerror}): stopped; {supervise.resume_note(log_dir)}"
+    if isinstance(cause, OSError) and cause.errno in WRITE_ERRNOS:
+        return f"cannot write {cause.filename or log_dir} ({cause.strerror}): stopped; {supervise.resume_note(log_dir)}"
+    text = getattr(cause, "message", "")
+    reason = next((os.strerror(number) for number in WRITE_ERRNOS if os.strerror(number) in text), None)
+    if reason is None or log_dir not in text:
+        return None
+    return (f"cannot write a checkpoint in {os.path.join(log_dir, CHECKPOINT_SUBDIR)} ({reason}): stopped; "
+            f"{supervise.resume_note(log_dir)}")
 
 
 def parse_args(argv=None):
@@ -321,11 +318,6 @@ def run_worker(args):
                            f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     except NonFiniteError as error:  # the run cannot go on by itself: the supervisor stops it with this line
         raise UsageError(str(error)) from None
-    except Exception as error:  # noqa: BLE001 -- only a failed write into the log directory is turned into a line
-        line = write_failure(error, args.log_dir)
-        if line is None:
-            raise
-        raise UsageError(line) from None
     finally:
         try:
             heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
@@ -398,7 +390,7 @@ def main(argv=None):
     except ClusterError as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 1
-    except OSError as error:  # config.json, a CSV or a heartbeat could not be written before training began
+    except Exception as error:  # noqa: BLE001 -- only a failed write into the log directory becomes a line
         line = write_failure(error, args.log_dir)
         if line is None:
             raise
