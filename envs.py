@@ -419,9 +419,22 @@ def _register_atari():
 def _crop_atari(env):
     """universe-starter-agent's crop to the playing field, before the resize to 42x42."""
     top, bottom = ATARI_CROP_ROWS
-    _, width, channels = env.observation_space.shape
-    cropped = spaces.Box(0, 255, (bottom - top, width, channels), np.uint8)
+    shape = env.observation_space.shape
+    cropped = spaces.Box(0, 255, (bottom - top, *shape[1:]), np.uint8)
     return gym.wrappers.TransformObservation(env, lambda frame: frame[top:bottom], cropped)
+
+
+def _make_atari(env_id, env_wrap, render):
+    """The emulator's own grayscale screen (equal to the luminance of its RGB one: no RGB frame is copied). With
+    --envWrap, gymnasium's AtariPreprocessing repeats the action on the emulator and reads the screen only on the
+    last two frames, max-pooled (Atari's sprites flicker); without it, the id's own frame skip as registered."""
+    if not env_wrap:
+        return _crop_atari(gym.make(env_id, obs_type="grayscale", **render))
+    env = gym.make(env_id, obs_type="grayscale", frameskip=1, **render)
+    height, width = env.observation_space.shape
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=0, frame_skip=ACTION_REPEAT, screen_size=(width, height),
+                                          terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False)
+    return _crop_atari(env)
 
 
 class Corridor(gym.Env):
@@ -600,9 +613,7 @@ def _make_game(env_id, family, env_wrap, render_mode):
     if family == "mario":
         return gym.make(env_id, **render), 1  # MarioEnv repeats its actions itself, without max-pooling
     if family == "atari":
-        # With --envWrap the emulator steps single frames, so that the wrapper can max-pool the last two.
-        env = gym.make(env_id, **render, **({"frameskip": 1} if env_wrap else {}))
-        return _crop_atari(env), ACTION_REPEAT if env_wrap else 1
+        return _make_atari(env_id, env_wrap, render), 1
     return gym.make(env_id, **render), ACTION_REPEAT if env_wrap else 1
 
 

@@ -58,6 +58,46 @@ def test_atari_crop_keeps_the_playing_field():
     env.close()
 
 
+@pytest.mark.parametrize("env_wrap", [True, False])
+def test_the_atari_frame_the_agent_sees_is_the_emulators_screen_after_the_repeat(env_wrap):
+    """With --envWrap: the max of the RGB screen's luminance over the last two of the 4 frames an action is held,
+    cropped and resized; without it: the last frame of the id's own skip. Built by hand from single frames."""
+    actions = [2, 2, 3, 0, 2, 3, 3, 1, 2, 2, 0, 3] * 3
+    env = envs.create_env("PongNoFrameskip-v4" if env_wrap else "PongDeterministic-v4", env_wrap=env_wrap, seed=0)
+    single = envs.gym.make("PongNoFrameskip-v4")  # the emulator one frame at a time, RGB
+    top, bottom = envs.ATARI_CROP_ROWS
+    try:
+        observations = _play(env, actions)
+        single.reset(seed=0)
+        expected = []
+        for action in actions:
+            screens = [cv2.cvtColor(single.step(action)[0], cv2.COLOR_RGB2GRAY) for _ in range(envs.ACTION_REPEAT)]
+            seen = np.maximum(screens[-2], screens[-1]) if env_wrap else screens[-1]
+            expected.append(cv2.resize(seen[top:bottom], (42, 42), interpolation=cv2.INTER_AREA) / np.float32(255))
+        newest = [observation[..., -1] for observation in observations[1:]]
+        assert all(np.array_equal(seen, hand_made) for seen, hand_made in zip(newest, expected))
+        assert len({frame.tobytes() for frame in newest}) > 10, "the ball and the paddles move"
+        if env_wrap:
+            flicker = sum(not np.array_equal(a, b) for a, b in zip(newest, _newest_frames_without_max(actions)))
+            assert flicker > 0, "the max-pool changes some frames, so the check above can tell it apart"
+    finally:
+        env.close()
+        single.close()
+
+
+def _newest_frames_without_max(actions):
+    single = envs.gym.make("PongNoFrameskip-v4")
+    single.reset(seed=0)
+    top, bottom = envs.ATARI_CROP_ROWS
+    frames = []
+    for action in actions:
+        screen = [single.step(action)[0] for _ in range(envs.ACTION_REPEAT)][-1]
+        gray = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY)[top:bottom]
+        frames.append(cv2.resize(gray, (42, 42), interpolation=cv2.INTER_AREA) / np.float32(255))
+    single.close()
+    return frames
+
+
 @pytest.mark.parametrize("env_id", ["doomSparse", "doomVerySparse"])
 def test_doom_sparse_variants_start_at_their_fixed_spot(env_id):
     start = envs.DOOM_VARIANTS[env_id]
