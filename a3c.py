@@ -721,6 +721,8 @@ class A3C:
         with self.timings.phase("advantages"):
             batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
                                                    self.config.reward_scale) for rollout in rollouts])
+            if self.config.center_advantages:
+                batch = batch._replace(advantages=batch.advantages - batch.advantages.mean())
         with self.timings.phase("sync"):
             self.session.run(self.sync)
         pi = self.local_network

@@ -32,6 +32,14 @@ class Config:
     lambda of Generalized Advantage Estimation (Schulman et al. 2016); 1.0 gives plain returns""")
     entropy_beta: float = _param(0.01, """
     weight of the policy-entropy bonus in the A3C loss""")
+    center_advantages: bool = _param(False, """
+    subtract each update's mean advantage from its advantages. When the returns drop suddenly (CartPole's first
+    falls after a long run of full episodes) the value still predicts the old returns, and every step of the
+    batch gets a large advantage of one sign, which says nothing about which action was better but multiplies
+    the noise of the policy gradient, and the policy saturated to one action (CartPole, lr 1e-3, one process:
+    0 of 5 seeds ended collapsed with it, 2 of 5 without; at lr 5e-4 none did either way). Off is the
+    original algorithm; with one environment per worker a batch is one rollout, and centering would also remove
+    what a rollout that found a sparse reward teaches""")
     value_loss_wt: float = _param(0.5, """
     weight of the value loss in the A3C loss""")
     rollout_maxlen: int = _param(20, """
@@ -159,7 +167,11 @@ def apply_overrides(config, overrides):
 # Named sets of overrides. `auto` picks one from the environment's observations; `--set` applies on top.
 PRESETS = {
     "paper": {},
-    "classic": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3", "adam_epsilon": "0.1"},
+    # Measured on CartPole (README, Hyper-parameters): Adam's epsilon of 0.1 against weights that drift with
+    # noise-sized gradients, lr 5e-4 against the step that saturated the policy after a sudden drop in returns,
+    # 8 environments per worker for the speed: 2 workers solved seeds 0-4 in 65-100 s.
+    "classic": {"learning_rate": "5e-4", "reward_scale": "0.1", "entropy_beta": "1e-3", "adam_epsilon": "0.1",
+                "envs_per_worker": "8"},
     # With curiosity the policy must follow a small bonus, which Adam's epsilon of 0.1 damps to nothing
     # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; README, Hyper-parameters).
     "classic_curiosity": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},

@@ -367,7 +367,6 @@ def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, 
         if chief:
             saver.save(session, supervisor.save_path, global_step=trainer.global_step)
             logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)
-    supervisor.stop()
 
 
 def main(argv=None):

@@ -1,6 +1,7 @@
 """The real distributed path: a parameter server and two workers as processes on localhost ports."""
 import csv
 import glob
+import json
 import os
 import signal
 import socket
@@ -177,10 +178,12 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     rows = [episodes(log_dir, 0), episodes(log_dir, 1)]
     assert all(rows), "both workers must finish episodes"
     # The global step counts the environment steps both workers trained on: their finished episodes, plus
-    # the trained part of each unfinished one (< 500 steps), less what was queued or trained after the
-    # chief's last save (< queue of 5 + 2 rollouts of 20 per worker, and one joined batch).
+    # the trained part of each unfinished one (< 500 steps in each of a worker's K environments), less what
+    # was queued or trained after the chief's last save (< queue of 5 + 2 batches of K x 20 steps per worker,
+    # and one joined batch).
+    k = json.loads((log_dir / "config.json").read_text())["hyperparameters"]["envs_per_worker"]
     played = [sum(int(row["length"]) for row in worker_rows) for worker_rows in rows]
-    assert sum(played) - 2 * (5 + 2) * 20 - 100 <= step <= sum(played) + 2 * 500
+    assert sum(played) - 2 * (5 + 2) * k * 20 - 100 <= step <= sum(played) + 2 * k * 500
     # Both trained at the same time: their episodes' times overlap. (A share of the steps each is no proof: a
     # fresh-clone CI on loaded cores saw worker 1 start late and play 503 of 3,007.)
     times = [[float(row["wall_time"]) for row in worker_rows] for worker_rows in rows]

@@ -175,7 +175,7 @@ def test_a_relaunch_keeps_the_saved_values_and_says_so_unless_allowed(tmp_path):
     kept = run_train(*args)
     assert kept.returncode == 0, kept.stderr
     assert ("resuming with the saved hyper-parameters of " in kept.stdout
-            and "gamma 0.99 (asked 0.95), envs_per_worker 1 (asked 4); add --allow-config-change" in kept.stdout)
+            and "gamma 0.99 (asked 0.95), envs_per_worker 8 (asked 4); add --allow-config-change" in kept.stdout)
     assert "gamma=0.95" not in kept.stdout and "envs_per_worker=4" not in kept.stdout, "the workers are not told"
     assert "max_global_steps=5000" in kept.stdout, "a run control is applied without asking"
     allowed = run_train(*args, "--allow-config-change")
@@ -213,6 +213,10 @@ def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
     assert constants.resolve_preset("auto", "image", "mario") == "mario"
     assert constants.config_from_overrides([], "classic").adam_epsilon == 0.1
     assert constants.config_from_overrides([], "classic_curiosity").adam_epsilon == 1e-8
+    # the preset's own environments per worker, and --envs-per-worker (a --set) above it
+    assert constants.config_from_overrides([], "classic").envs_per_worker == 8
+    assert constants.config_from_overrides(["envs_per_worker=1"], "classic").envs_per_worker == 1
+    assert constants.config_from_overrides([], "classic_curiosity").envs_per_worker == 1
 
 
 def test_pretrain_from_nowhere(tmp_path):

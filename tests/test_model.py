@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import constants
 import envs
-from a3c import A3C, RunnerError, a3c_losses
+from a3c import A3C, RunnerError, a3c_losses, stack_batches
 from conftest import free_ports
 from model import LSTMCell, LSTMPolicy, LSTMState, choose_head
 
@@ -296,6 +296,40 @@ def test_unclipped_gradients_are_larger_than_the_clip_in_the_test_above(graph):
 def test_policy_no_backprop_steps_hold_the_policy_while_the_predictor_learns(graph):
     held, predictor = first_update_change(constants.Config(lstm_size=8, policy_no_backprop_steps=10**9), "action")
     assert held == 0.0 and predictor > 0.0
+
+
+class FeedRecorder:
+    """Stands in for the trainer's session: runs everything, keeps what was fed to `placeholder`."""
+
+    def __init__(self, session, placeholder):
+        self.session, self.placeholder, self.fed = session, placeholder, []
+
+    def run(self, fetches, feed_dict=None):
+        if feed_dict and self.placeholder in feed_dict:
+            self.fed.append(np.array(feed_dict[self.placeholder]))
+        return self.session.run(fetches, feed_dict)
+
+
+@pytest.mark.parametrize("center", [True, False])
+def test_center_advantages_feeds_the_loss_advantages_less_their_batch_mean(graph, monkeypatch, center):
+    import a3c
+
+    raw = []
+    monkeypatch.setattr(a3c, "stack_batches", lambda batches: raw.append(stack_batches(batches)) or raw[-1])
+    corridors = [envs.create_env("Corridor-v0", seed=seed) for seed in (0, 1, 2)]
+    trainer = A3C(corridors, 0, constants.Config(lstm_size=8, center_advantages=center))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        recorder = FeedRecorder(session, trainer.advantages)
+        trainer.start(recorder, None, lambda stats: None)
+        for _ in range(3):
+            trainer.process()
+        trainer.stop()
+    assert len(recorder.fed) == len(raw) == 3
+    for fed, batch in zip(recorder.fed, raw):
+        assert abs(batch.advantages.mean()) > 1e-3, "a batch whose mean is already 0 could not tell"
+        expected = batch.advantages - batch.advantages.mean() if center else batch.advantages
+        np.testing.assert_allclose(fed, expected, atol=1e-6)
 
 
 class HungEnv(envs.gym.Wrapper):
