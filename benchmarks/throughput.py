@@ -36,8 +36,8 @@ import train  # noqa: E402
 WARMUP_SECS = 10.0
 
 
-def env_only(env_id, seconds, seed):
-    env = envs.create_env(env_id, seed=seed)
+def env_only(env_id, seconds, seed, env_wrap=False):
+    env = envs.create_env(env_id, env_wrap=env_wrap, seed=seed)
     try:
         env.reset(seed=seed)
         steps, start = 0, time.time()
@@ -51,7 +51,7 @@ def env_only(env_id, seconds, seed):
         env.close()  # a pool worker is terminated without clean-up: a game engine would outlive it
 
 
-def acting(env_id, seconds, seed, bonus="none", count=1):
+def acting(env_id, seconds, seed, bonus="none", count=1, env_wrap=False):
     """Steps/s of one process playing `count` environments with the LSTM policy, no training.
     bonus="rollout": with the ICM, its bonus computed as env_runner does (inside the next act call);
     bonus="per-step": with the ICM, its bonus computed by a second session.run after every step, as the
@@ -64,7 +64,7 @@ def acting(env_id, seconds, seed, bonus="none", count=1):
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
     tf.get_logger().setLevel("ERROR")
-    worker_envs = [envs.create_env(env_id, seed=seed * count + k) for k in range(count)]
+    worker_envs = [envs.create_env(env_id, env_wrap=env_wrap, seed=seed * count + k) for k in range(count)]
     env = worker_envs[0]
     shape, num_actions = env.observation_space.shape, env.action_space.n
     policy = LSTMPolicy(shape, num_actions)
@@ -115,26 +115,26 @@ def timed_rate(step_counts, seconds, warmup=2.0):
     return steps / (time.time() - start)
 
 
-def acting_plain(env_id, seconds, seed, count):
-    return acting(env_id, seconds, seed, count=count)
+def acting_plain(env_id, seconds, seed, count, env_wrap):
+    return acting(env_id, seconds, seed, count=count, env_wrap=env_wrap)
 
 
-def acting_icm_rollout(env_id, seconds, seed, count):
-    return acting(env_id, seconds, seed, bonus="rollout", count=count)
+def acting_icm_rollout(env_id, seconds, seed, count, env_wrap):
+    return acting(env_id, seconds, seed, bonus="rollout", count=count, env_wrap=env_wrap)
 
 
-def acting_icm_per_step(env_id, seconds, seed, count):
-    return acting(env_id, seconds, seed, bonus="per-step")
+def acting_icm_per_step(env_id, seconds, seed, count, env_wrap):
+    return acting(env_id, seconds, seed, bonus="per-step", env_wrap=env_wrap)
 
 
-def env_alone(env_id, seconds, seed, count):
-    return env_only(env_id, seconds, seed)
+def env_alone(env_id, seconds, seed, count, env_wrap):
+    return env_only(env_id, seconds, seed, env_wrap)
 
 
-def in_processes(function, env_id, seconds, workers, count):
+def in_processes(function, env_id, seconds, workers, count, env_wrap=False):
     """Per-worker steps/s of `function` run in `workers` processes at once."""
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return pool.starmap(function, [(env_id, seconds, seed, count) for seed in range(workers)])
+        return pool.starmap(function, [(env_id, seconds, seed, count, env_wrap) for seed in range(workers)])
 
 
 def worker_status(log_dir, workers):
@@ -143,14 +143,14 @@ def worker_status(log_dir, workers):
     return None if any(record is None or "seconds_in" not in record for record in records) else records
 
 
-def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1):
+def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False):
     """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
     each thread's seconds per environment step by phase (mean over workers) and the processes' memory."""
     log_dir = os.path.join(out, f"train-{workers}x{count}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
             "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup,
-            "--envs-per-worker", str(count)]
+            "--envs-per-worker", str(count)] + (["--envWrap"] if env_wrap else [])
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
@@ -202,11 +202,13 @@ def main():
                         help="environments per worker for acting and training")
     parser.add_argument("--exp-id", type=int, default=350)
     parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
+    parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
-    print(f"{args.env_id} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
+    wrap = " with --envWrap" if args.env_wrap else ""
+    print(f"{args.env_id}{wrap} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
     print(f"{'workers':>7} {'K':>3} {'measurement':>15} {'steps/s per worker':>19} {'aggregate steps/s':>18} "
           f"{'of env':>7}", flush=True)
     for workers in args.workers:
@@ -216,9 +218,10 @@ def main():
                 profile = None
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
-                                                   args.unsup, count)
+                                                   args.unsup, count, args.env_wrap)
                 else:
-                    per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count)
+                    per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
+                                              args.env_wrap)
                 total = sum(per_worker)
                 env_rate = total if name == "env" else env_rate
                 ratio = f"{total / env_rate:7.2f}" if env_rate else f"{'':>7}"
@@ -231,7 +234,8 @@ def main():
                 if profile:
                     print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
-        json.dump({"env_id": args.env_id, "unsup": args.unsup, "cpus": os.cpu_count(), "seconds": args.seconds,
+        json.dump({"env_id": args.env_id, "env_wrap": args.env_wrap, "unsup": args.unsup, "cpus": os.cpu_count(),
+                   "seconds": args.seconds,
                    "results": results},
                   handle, indent=2)
     print(f"wrote {os.path.join(args.out, 'throughput.json')}")
