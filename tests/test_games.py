@@ -66,36 +66,28 @@ def test_the_atari_frame_the_agent_sees_is_the_emulators_screen_after_the_repeat
     env = envs.create_env("PongNoFrameskip-v4" if env_wrap else "PongDeterministic-v4", env_wrap=env_wrap, seed=0)
     single = envs.gym.make("PongNoFrameskip-v4")  # the emulator one frame at a time, RGB
     top, bottom = envs.ATARI_CROP_ROWS
+
+    def agent_frame(screen):
+        return cv2.resize(screen[top:bottom], (42, 42), interpolation=cv2.INTER_AREA) / np.float32(255)
+
     try:
         observations = _play(env, actions)
         single.reset(seed=0)
-        expected = []
+        max_pooled, last = [], []
         for action in actions:
             screens = [cv2.cvtColor(single.step(action)[0], cv2.COLOR_RGB2GRAY) for _ in range(envs.ACTION_REPEAT)]
-            seen = np.maximum(screens[-2], screens[-1]) if env_wrap else screens[-1]
-            expected.append(cv2.resize(seen[top:bottom], (42, 42), interpolation=cv2.INTER_AREA) / np.float32(255))
+            max_pooled.append(agent_frame(np.maximum(screens[-2], screens[-1])))
+            last.append(agent_frame(screens[-1]))
         newest = [observation[..., -1] for observation in observations[1:]]
+        expected = max_pooled if env_wrap else last
         assert all(np.array_equal(seen, hand_made) for seen, hand_made in zip(newest, expected))
         assert len({frame.tobytes() for frame in newest}) > 10, "the ball and the paddles move"
         if env_wrap:
-            flicker = sum(not np.array_equal(a, b) for a, b in zip(newest, _newest_frames_without_max(actions)))
+            flicker = sum(not np.array_equal(a, b) for a, b in zip(max_pooled, last))
             assert flicker > 0, "the max-pool changes some frames, so the check above can tell it apart"
     finally:
         env.close()
         single.close()
-
-
-def _newest_frames_without_max(actions):
-    single = envs.gym.make("PongNoFrameskip-v4")
-    single.reset(seed=0)
-    top, bottom = envs.ATARI_CROP_ROWS
-    frames = []
-    for action in actions:
-        screen = [single.step(action)[0] for _ in range(envs.ACTION_REPEAT)][-1]
-        gray = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY)[top:bottom]
-        frames.append(cv2.resize(gray, (42, 42), interpolation=cv2.INTER_AREA) / np.float32(255))
-    single.close()
-    return frames
 
 
 @pytest.mark.parametrize("env_id", ["doomSparse", "doomVerySparse"])
