@@ -229,11 +229,25 @@ class AbortRetrySession:
         for attempt in range(self.retries + 1):
             try:
                 return self.session.run(fetches, feed_dict)
-            except tf.errors.AbortedError as error:
-                if attempt == self.retries:
-                    raise
+            except (tf.errors.OpError, ValueError) as raised:
+                error = described_error(raised)
+                if not isinstance(error, tf.errors.AbortedError) or attempt == self.retries:
+                    raise error from None
                 self.aborts += 1
                 logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
+
+
+def described_error(raised):
+    """The OpError that `Session.run` failed on, also where it failed while describing it.
+
+    Before it raises an OpError, `Session.run` takes the first `[[name` of the message for a node of the graph,
+    and a name with a colon makes it raise a ValueError instead. The duplicate-RunGraph abort quotes the request's
+    tensors as text, which now and then holds `[[...:`: on 16 cores a Doom worker died of that `ValueError: Name
+    '<binary>' appears to refer to a Tensor` instead of retrying its abort.
+    """
+    if isinstance(raised, ValueError) and isinstance(raised.__context__, tf.errors.OpError):
+        return raised.__context__
+    return raised
 
 
 EpisodeStats = collections.namedtuple("EpisodeStats", ["reward", "length", "seconds", "env_reward", "truncated",

@@ -187,6 +187,44 @@ def test_aborted_runs_are_retried_then_reported():
         AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
 
 
+class MisdescribingSession(FlakySession):
+    """Fails as TensorFlow's Session.run does when an abort's message quotes `[[` and a colon: with a ValueError
+    raised while it handles the AbortedError."""
+
+    def run(self, fetches, feed_dict=None):
+        import tensorflow as tf
+
+        try:
+            return super().run(fetches, feed_dict)
+        except tf.errors.AbortedError:
+            raise ValueError("Name '<\\275=' appears to refer to a Tensor, not a Operation.")
+
+
+def test_an_abort_that_tensorflow_fails_to_describe_is_retried_too():
+    from a3c import AbortRetrySession
+
+    session = AbortRetrySession(MisdescribingSession(failures=1))
+    assert session.run("fetches") == "fetches" and session.aborts == 1
+
+
+def test_an_error_whose_message_quotes_a_tensor_name_raises_as_itself():
+    # the real Session.run: the op's error quotes `[[x:0`, which TensorFlow takes for a node's name
+    import tensorflow as tf
+
+    from a3c import AbortRetrySession
+
+    tf1 = tf.compat.v1
+
+    def fail():
+        raise RuntimeError("tensor_content: \"[[<\\275=:\\003\"")
+
+    graph = tf.Graph()
+    with graph.as_default():
+        failing = tf1.py_func(fail, [], tf.float32)
+        with tf1.Session(graph=graph) as session, pytest.raises(tf.errors.UnknownError, match="tensor_content"):
+            AbortRetrySession(session).run(failing)
+
+
 def test_a_huge_error_message_is_raised_at_once_not_parsed_for_minutes():
     # StringToNumber's error quotes its input, as the duplicate-RunGraph abort quotes its request: 200 kB here,
     # which TensorFlow's own message parsing would take about two minutes over (it is quadratic), holding the GIL
