@@ -1,0 +1,378 @@
+#!/usr/bin/env python
+"""Reproduce the paper's Doom experiments (Pathak et al. 2017, Figure 5): ICM against A3C on MyWayHome.
+
+    python benchmarks/reproduce.py --task doom doomSparse doomVerySparse --method icm a3c --seeds 0 1 2 \\
+        --steps 5M --out ~/runs/repro
+    python benchmarks/reproduce.py --out ~/runs/repro --report-only --report-dir docs/results/doom
+
+Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
+with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`, no living penalty)
+and --envs-per-worker environments per worker. Runs go one after another (--parallel N: N at once), each with
+--workers workers. Running the same command again skips the runs that reached --steps and resumes the others
+from their checkpoints, so a study can span several sittings; a run that another sitting still has going is
+waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the current runs' steps
+and success rates, and the time left at the current rate.
+
+Then the report, into --report-dir (default <out>/report), per task:
+  <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
+                        the seeds' mean with their min-max band, and where each method went (visits)
+  results.md            per task and method: the success rate over the last 100 episodes at --at steps (each
+                        seed, and their mean), the steps to the first 100 episodes with >= 90% success, the runs
+                        that ever reached the vest, and the greedy evaluation of each run's final checkpoint
+  results.json          every number of the tables
+Only small files go there (no checkpoints), so it can be committed.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import plots  # noqa: E402
+import status  # noqa: E402
+import train  # noqa: E402
+
+METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"]}
+METHOD_LABELS = {"icm": "ICM", "a3c": "A3C"}
+PROGRESS_SECS = 30.0
+WINDOW = 100  # episodes in the success rate of the tables (the paper's curves average over such windows)
+SOLVED = 0.9  # a run is solved at the first window of WINDOW episodes with this success rate
+EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
+DEFAULT_AT = ("1M", "2M", "3M", "5M", "7M")
+
+
+def parse_steps(text):
+    """'5M' -> 5_000_000, '500k' -> 500_000, '2.5M', '3000000'; ValueError otherwise."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*", str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a step count (e.g. 3000000, 500k, 5M)")
+    scale = {"": 1, "k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9}[match.group(2).lower()]
+    steps = int(round(float(match.group(1)) * scale))
+    if steps <= 0:
+        raise ValueError(f"{text!r}: a step count must be positive")
+    return steps
+
+
+def step_count(text):
+    try:
+        return parse_steps(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+RUN_NAME = re.compile(r"(?P<task>.+)-(?P<method>" + "|".join(METHODS) + r")-s(?P<seed>\d+)$")
+
+
+def run_dir(out, task, method, seed):
+    return os.path.join(out, "runs", f"{task}-{method}-s{seed}")
+
+
+def parse_run_name(name):
+    """'doomSparse-icm-s2' -> ('doomSparse', 'icm', 2); None for another name."""
+    match = RUN_NAME.match(name)
+    return (match["task"], match["method"], int(match["seed"])) if match else None
+
+
+def reached_step(log_dir):
+    """The global step a run got to (0 for a run not started)."""
+    return status.collect(log_dir)["global_step"] if os.path.isdir(log_dir) else 0
+
+
+def plan(out, tasks, methods, seeds, steps):
+    """[(task, method, seed, log_dir, state)] in the order they run; state: done, running, resume or new."""
+    runs = []
+    for task in tasks:
+        for method in methods:
+            for seed in seeds:
+                log_dir = run_dir(out, task, method, seed)
+                if train.run_processes(log_dir):
+                    state = "running"
+                elif reached_step(log_dir) >= steps:
+                    state = "done"
+                else:
+                    state = "resume" if os.path.exists(os.path.join(log_dir, "config.json")) else "new"
+                runs.append((task, method, seed, log_dir, state))
+    return runs
+
+
+def train_argv(task, method, seed, log_dir, steps, slot, args):
+    return [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(args.workers),
+            "--env-id", task, *METHODS[method], "--noLifeReward", "--envs-per-worker", str(args.envs_per_worker),
+            "--log-dir", log_dir, "--expId", str(EXP_ID_BASE + slot), "--no-tensorboard",
+            "--set", f"max_global_steps={steps}", "--set", f"seed={seed}", *args.extra]
+
+
+def recent_success(log_dir):
+    """The success rate over the run's last WINDOW episodes, or None."""
+    steps, success = episode_arrays(log_dir, "success")
+    return float(np.mean(success[-WINDOW:])) if len(success) else None
+
+
+def progress_line(active, runs_done, total, steps, rates):
+    """One line: runs done, each active run's step, rate and success, and the time left at today's rate."""
+    parts = [f"{time.strftime('%H:%M:%S')} runs done {runs_done}/{total}"]
+    for name, log_dir in active:
+        collected = status.collect(log_dir)
+        success = recent_success(log_dir)
+        parts.append(f"{name}: step {collected['global_step']:,}/{steps:,} ({collected['steps_per_sec']:,.0f}/s)"
+                     + (f", success {success:.2f}" if success is not None else ""))
+        if collected["steps_per_sec"] > 0:
+            rates.append(collected["steps_per_sec"])
+    return "; ".join(parts)
+
+
+def time_left(remaining_steps, rates, parallel):
+    if not rates:
+        return ""
+    seconds = remaining_steps / (np.median(rates[-20:]) * parallel)
+    return f"; about {datetime.timedelta(seconds=int(seconds))} left"
+
+
+def run_all(args, launch=subprocess.Popen):
+    """Run what the plan leaves to do, --parallel at a time; the names of runs that failed."""
+    runs = plan(args.out, args.task, args.method, args.seeds, args.steps)
+    total, failed, rates = len(runs), [], []
+    todo = [run for run in runs if run[4] != "done"]
+    print(f"{total} runs in {args.out}/runs: {total - len(todo)} done, "
+          f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "
+          f"{sum(run[4] == 'resume' for run in todo)} to resume, {sum(run[4] == 'new' for run in todo)} new",
+          flush=True)
+    active = {}  # name -> (log_dir, process or None for a run another sitting has going, slot)
+    next_print = time.time()
+    while todo or active:
+        free = [slot for slot in range(args.parallel) if slot not in {value[2] for value in active.values()}]
+        while todo and free:
+            task, method, seed, log_dir, state = todo.pop(0)
+            name = os.path.basename(log_dir)
+            if state == "running":
+                active[name] = (log_dir, None, free.pop(0))
+                print(f"{name}: running already (another sitting); waiting for it", flush=True)
+                continue
+            os.makedirs(os.path.dirname(log_dir), exist_ok=True)
+            log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
+            slot = free.pop(0)
+            process = launch(train_argv(task, method, seed, log_dir, args.steps, slot, args), stdout=log,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+            log.close()
+            active[name] = (log_dir, process, slot)
+            print(f"{name}: {'resumed' if state == 'resume' else 'started'} (log {log.name})", flush=True)
+        for name, (log_dir, process, slot) in list(active.items()):
+            finished = process.poll() is not None if process else not train.run_processes(log_dir)
+            if finished:
+                del active[name]
+                step = reached_step(log_dir)
+                if process is None and step < args.steps:  # another sitting's run, with a smaller budget
+                    todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
+                elif process.returncode != 0 or step < args.steps:
+                    failed.append(name)
+                    print(f"{name}: stopped at step {step:,} of {args.steps:,} (exit status {process.returncode}); "
+                          f"see {log_dir}/*.out. Run the command again to resume it", flush=True)
+                else:
+                    print(f"{name}: done at step {step:,}", flush=True)
+        if active and time.time() >= next_print:
+            done = total - len(todo) - len(active)
+            remaining = sum(max(args.steps - reached_step(run[3]), 0) for run in todo) + sum(
+                max(args.steps - reached_step(log_dir), 0) for log_dir, _, _ in active.values())
+            line = progress_line([(name, value[0]) for name, value in active.items()], done, total,
+                                 args.steps, rates)
+            print(line + time_left(remaining, rates, min(args.parallel, len(active))), flush=True)
+            next_print = time.time() + PROGRESS_SECS
+        time.sleep(1.0)
+    return failed
+
+
+# ---------------------------------------------------------------- the report
+
+def episode_arrays(log_dir, column):
+    """(global steps, values of `column`) of the run's episodes that have it, ordered by global step."""
+    rows = [row for row in plots.read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
+    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    return (np.array([int(row["global_step"]) for row in rows], dtype=np.int64),
+            np.array([float(row[column]) for row in rows]))
+
+
+def success_at(steps, success, milestone, window=WINDOW):
+    """Success rate over the last `window` episodes that ended by global step `milestone`; None when the run
+    did not get that far (no episode at or past it) or had no episode before it."""
+    if not len(steps) or steps[-1] < milestone:
+        return None
+    ended = success[steps <= milestone]
+    return float(np.mean(ended[-window:])) if len(ended) else None
+
+
+def first_solved(steps, success, window=WINDOW, threshold=SOLVED):
+    """The global step at which the first full window of `window` episodes reached `threshold` success."""
+    if len(success) < window:
+        return None
+    sums = np.convolve(success, np.ones(window), "valid")  # sums[i]: episodes i .. i + window - 1
+    hits = np.flatnonzero(sums >= threshold * window - 1e-9)
+    return int(steps[hits[0] + window - 1]) if len(hits) else None
+
+
+def run_summary(log_dir, milestones):
+    steps, success = episode_arrays(log_dir, "success")
+    return {"log_dir": log_dir, "global_step": reached_step(log_dir), "episodes": int(len(success)),
+            "success_at": {str(m): success_at(steps, success, m) for m in milestones},
+            "first_solved": first_solved(steps, success),
+            "reached_vest": bool(success.any()) if len(success) else False}
+
+
+def mean_or_none(values):
+    values = [value for value in values if value is not None]
+    return float(np.mean(values)) if values else None
+
+
+def evaluate(log_dir, episodes, out):
+    """demo.py's greedy evaluation of the run's latest checkpoint (cached by checkpoint); its summary or None."""
+    checkpoint_index = os.path.join(log_dir, "train", "checkpoint")
+    if episodes <= 0 or not os.path.exists(checkpoint_index):
+        return None
+    summary_path = os.path.join(out, "summary.json")
+    stamp = os.path.getmtime(checkpoint_index)
+    if os.path.exists(summary_path) and os.path.getmtime(summary_path) > stamp:
+        with open(summary_path) as handle:
+            return json.load(handle)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", log_dir, "--greedy",
+                             "--episodes", str(episodes), "--out", out], capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0 or not os.path.exists(summary_path):
+        print(f"evaluation of {log_dir} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
+              file=sys.stderr)
+        return None
+    with open(summary_path) as handle:
+        return json.load(handle)
+
+
+def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
+    """Figures, tables and JSON of every run found in <out>/runs; the results dict."""
+    found = {}  # task -> method -> {seed: log_dir}
+    runs_dir = os.path.join(out, "runs")
+    for name in sorted(os.listdir(runs_dir)) if os.path.isdir(runs_dir) else []:
+        parsed = parse_run_name(name)
+        if parsed and os.path.isdir(os.path.join(runs_dir, name)):
+            task, method, seed = parsed
+            found.setdefault(task, {}).setdefault(method, {})[seed] = os.path.join(runs_dir, name)
+    if not found:
+        raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
+    os.makedirs(report_dir, exist_ok=True)
+    eval_dir = eval_dir or os.path.join(out, "eval")
+    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {}}
+    for task, methods in found.items():
+        groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
+                  for method in METHODS if method in methods}
+        plots.make_plots(groups, os.path.join(report_dir, task), smooth=WINDOW)
+        results["tasks"][task] = {}
+        for method in (method for method in METHODS if method in methods):
+            seeds = {}
+            for seed, log_dir in sorted(methods[method].items()):
+                summary = run_summary(log_dir, milestones)
+                summary["log_dir"] = os.path.relpath(log_dir, out)
+                summary["greedy_eval"] = evaluate(log_dir, eval_episodes, os.path.join(eval_dir, os.path.basename(log_dir)))
+                seeds[str(seed)] = summary
+            results["tasks"][task][method] = {
+                "seeds": seeds,
+                "mean_success_at": {str(m): mean_or_none([s["success_at"][str(m)] for s in seeds.values()])
+                                    for m in milestones},
+                "runs_solved": sum(s["first_solved"] is not None for s in seeds.values()),
+                "runs_reached_vest": sum(s["reached_vest"] for s in seeds.values()), "runs": len(seeds)}
+    with open(os.path.join(report_dir, "results.json"), "w") as handle:
+        json.dump(results, handle, indent=2)
+    with open(os.path.join(report_dir, "results.md"), "w") as handle:
+        handle.write(markdown(results))
+    return results
+
+
+def short(steps):
+    return f"{steps / 1e6:.3g}M" if steps >= 10 ** 6 else f"{steps / 1e3:.0f}k"
+
+
+def cell(value, digits=2):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(results):
+    """The tables of results.md: one per task, a row per method and seed, and each method's mean."""
+    milestones = results["milestones"]
+    lines = [f"Success rate over the last {results['window']} episodes at each global step; `-`: the run did not "
+             f"get there. Solved: the first {results['window']} episodes with >= {results['solved_at']:.0%} "
+             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation.", ""]
+    for task, methods in results["tasks"].items():
+        lines += [f"### {task}", "",
+                  "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
+                  + " | solved at | reached the vest | greedy |",
+                  "|---" * (len(milestones) + 6) + "|"]
+        for method, summary in methods.items():
+            for seed, run in summary["seeds"].items():
+                greedy = (run["greedy_eval"] or {}).get("success_rate")
+                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {short(run['global_step'])} | "
+                             + " | ".join(cell(run["success_at"][str(m)]) for m in milestones)
+                             + f" | {short(run['first_solved']) if run['first_solved'] else '-'} | "
+                             + f"{'yes' if run['reached_vest'] else 'no'} | {cell(greedy)} |")
+            lines.append(f"| {METHOD_LABELS[method]} | mean | | "
+                         + " | ".join(cell(summary["mean_success_at"][str(m)]) for m in milestones)
+                         + f" | {summary['runs_solved']} of {summary['runs']} | {summary['runs_reached_vest']} of "
+                         + f"{summary['runs']} | |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", nargs="+", default=["doom", "doomSparse", "doomVerySparse"],
+                        help="environment ids (train.py --env-id)")
+    parser.add_argument("--method", nargs="+", choices=tuple(METHODS), default=list(METHODS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
+    parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")
+    parser.add_argument("--workers", type=int, default=2, help="workers per run")
+    parser.add_argument("--envs-per-worker", type=int, default=16)
+    parser.add_argument("--parallel", type=int, default=1, help="runs at once")
+    parser.add_argument("--at", type=step_count, nargs="+", default=[parse_steps(m) for m in DEFAULT_AT],
+                        help="global steps of the tables' columns")
+    parser.add_argument("--eval-episodes", type=int, default=20, help="greedy episodes per final checkpoint (0: none)")
+    parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
+    parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
+    parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
+    args = parser.parse_args(argv)
+    if args.workers < 1 or args.envs_per_worker < 1 or args.parallel < 1 or args.eval_episodes < 0:
+        parser.error("--workers, --envs-per-worker and --parallel must be >= 1, --eval-episodes >= 0")
+    if min(args.seeds) < 0:
+        parser.error("--seeds must be >= 0")
+    args.out = os.path.abspath(os.path.expanduser(args.out))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    failed = []
+    try:
+        if not args.report_only:
+            os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+            failed = run_all(args)
+        report_dir = args.report_dir or os.path.join(args.out, "report")
+        report(args.out, report_dir, args.at, args.eval_episodes)
+    except plots.PlotError as error:
+        print(f"reproduce.py: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"reproduce.py: error: {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # the runs stop with their final checkpoints (train.py's child mode does that)
+        print("reproduce.py: stopped; run the same command again to go on", file=sys.stderr)
+        return 130
+    print(f"wrote {os.path.join(report_dir, 'results.md')}, results.json and the figures")
+    if failed:
+        print(f"reproduce.py: {len(failed)} run(s) stopped early: {', '.join(failed)}; run the command again",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

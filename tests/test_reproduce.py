@@ -1,0 +1,157 @@
+"""benchmarks/reproduce.py: which runs a sitting starts, resumes or skips, and the report's numbers against
+episode CSVs made by hand."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import reproduce  # noqa: E402
+
+HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated", "bonus",
+          "success", "distance", "position_x", "position_y"]
+
+
+def write_episodes(log_dir, successes, step_every=10_000, workers=2):
+    """Episode i (1-based) ends at global step i * step_every with success successes[i - 1]; the episodes are
+    dealt to the workers' CSVs in turn, as workers interleave."""
+    os.makedirs(log_dir, exist_ok=True)
+    handles = [open(os.path.join(log_dir, f"episodes_{task}.csv"), "w", newline="") for task in range(workers)]
+    writers = [csv.writer(handle) for handle in handles]
+    for writer in writers:
+        writer.writerow(HEADER)
+    for index, success in enumerate(successes, 1):
+        task = index % workers
+        writers[task].writerow([index * step_every, 1_000_000 + index, task, success, 100, 1.0, success, 0, 0.0,
+                                success, "", "", ""])
+    for handle in handles:
+        handle.close()
+
+
+def test_step_counts_read_as_people_write_them():
+    assert [reproduce.parse_steps(text) for text in ("5M", "500k", "2.5M", "3000000", "1G")] == [
+        5_000_000, 500_000, 2_500_000, 3_000_000, 1_000_000_000]
+    for bad in ("five", "0", "-1M", "5X"):
+        with pytest.raises(ValueError):
+            reproduce.parse_steps(bad)
+
+
+# Seed 0 of ICM: episodes 1-100 fail, 101-200 succeed every 4th (25%), 201-300 succeed but every 10th (90%).
+ICM_SEED_0 = [0] * 100 + [int(i % 4 == 0) for i in range(101, 201)] + [int(i % 10 != 0) for i in range(201, 301)]
+
+
+def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
+    out = tmp_path / "study"
+    write_episodes(out / "runs" / "doom-icm-s0", ICM_SEED_0)  # to 3M
+    write_episodes(out / "runs" / "doom-a3c-s0", [0] * 150)  # to 1.5M, never at the vest
+    write_episodes(out / "runs" / "doom-a3c-s1", [0] * 4 + [1] + [0] * 145)  # once, by chance
+    milestones = [1_000_000, 2_000_000, 3_000_000, 5_000_000]
+    results = reproduce.report(str(out), str(tmp_path / "report"), milestones, eval_episodes=0)
+
+    icm = results["tasks"]["doom"]["icm"]["seeds"]["0"]
+    assert icm["global_step"] == 3_000_000 and icm["episodes"] == 300
+    # the 100 episodes ended by 1M are 1-100 (0 successes), by 2M 101-200 (25), by 3M 201-300 (90); 5M: not run
+    assert icm["success_at"] == {"1000000": 0.0, "2000000": 0.25, "3000000": 0.9, "5000000": None}
+    # the first 100 episodes with 90 successes end with episode 298: 199 (0), 200 (1), and 201-298 (89 of 98)
+    assert icm["first_solved"] == 2_980_000 and icm["reached_vest"]
+    a3c = results["tasks"]["doom"]["a3c"]
+    assert a3c["seeds"]["0"]["success_at"]["1000000"] == 0.0 and a3c["seeds"]["1"]["success_at"]["1000000"] == 0.01
+    assert a3c["seeds"]["0"]["success_at"]["2000000"] is None  # 1.5M steps only
+    assert a3c["mean_success_at"]["1000000"] == pytest.approx(0.005) and a3c["mean_success_at"]["2000000"] is None
+    assert (a3c["runs_reached_vest"], a3c["runs_solved"], a3c["runs"]) == (1, 0, 2)
+
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "| ICM | 0 | 3M | 0.00 | 0.25 | 0.90 | - | 2.98M | yes | - |" in table
+    assert "| A3C | mean | | 0.01 | - | - | - | 0 of 2 | 1 of 2 | |" in table  # 0.005 rounds to 0.01
+    assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
+    assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
+
+
+def test_a_run_short_of_the_window_is_not_solved():
+    steps, success = reproduce.episode_arrays("/nonexistent", "success")
+    assert reproduce.first_solved(steps, success) is None and reproduce.success_at(steps, success, 1) is None
+
+
+class FakeTrain:
+    """Stands in for train.py: on launch it writes episodes up to the run's max_global_steps (or, for the log
+    dirs in `fail`, a tenth of them and exit status 1)."""
+
+    def __init__(self, fail=()):
+        self.launched, self.fail = [], set(fail)
+
+    def __call__(self, argv, **kwargs):
+        log_dir = argv[argv.index("--log-dir") + 1]
+        steps = int(next(item for item in argv if item.startswith("max_global_steps=")).split("=")[1])
+        self.launched.append(argv)
+        failing = os.path.basename(log_dir) in self.fail
+        write_episodes(log_dir, [0] * (1 if failing else 10), step_every=steps // 10)
+        with open(os.path.join(log_dir, "config.json"), "w") as handle:
+            json.dump({}, handle)
+        return FakeProcess(1 if failing else 0)
+
+
+class FakeProcess:
+    def __init__(self, returncode):
+        self.returncode = returncode
+
+    def poll(self):
+        return self.returncode
+
+
+def study_args(out, steps):
+    return reproduce.parse_args(["--task", "doom", "--method", "icm", "a3c", "--seeds", "0", "1", "--steps", steps,
+                                 "--out", str(out), "--envs-per-worker", "4"])
+
+
+def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "PROGRESS_SECS", 0.0)
+    out = str(tmp_path / "study")
+    write_episodes(reproduce.run_dir(out, "doom", "icm", 0), [0] * 10, step_every=100_000)  # done: 1M
+    write_episodes(reproduce.run_dir(out, "doom", "a3c", 1), [0] * 3, step_every=100_000)  # 300k of 1M
+    with open(os.path.join(reproduce.run_dir(out, "doom", "a3c", 1), "config.json"), "w") as handle:
+        json.dump({}, handle)
+    states = {os.path.basename(run[3]): run[4] for run in reproduce.plan(out, ["doom"], ["icm", "a3c"], [0, 1],
+                                                                        1_000_000)}
+    assert states == {"doom-icm-s0": "done", "doom-icm-s1": "new", "doom-a3c-s0": "new", "doom-a3c-s1": "resume"}
+
+    fake = FakeTrain(fail={"doom-a3c-s0"})
+    args = study_args(out, "1M")
+    failed = reproduce.run_all(args, launch=fake)
+    assert failed == ["doom-a3c-s0"]
+    assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == [
+        "doom-icm-s1", "doom-a3c-s0", "doom-a3c-s1"]
+    first = fake.launched[0]
+    for flag, value in (("--env-id", "doom"), ("--unsup", "action"), ("--envs-per-worker", "4"),
+                        ("--expId", str(reproduce.EXP_ID_BASE)), ("--mode", "child")):
+        assert first[first.index(flag) + 1] == value
+    assert "seed=1" in first and "max_global_steps=1000000" in first and "--noLifeReward" in first
+    assert fake.launched[1][fake.launched[1].index("--unsup") + 1] == "none"
+
+    again = FakeTrain()
+    assert reproduce.run_all(study_args(out, "1M"), launch=again) == []
+    assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in again.launched] == ["doom-a3c-s0"]
+    longer = FakeTrain()  # a larger budget in a later sitting resumes every run
+    assert reproduce.run_all(study_args(out, "2M"), launch=longer) == []
+    assert len(longer.launched) == 4 and all("max_global_steps=2000000" in argv for argv in longer.launched)
+
+
+def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
+    argv = reproduce.train_argv("doomSparse", "icm", 2, str(tmp_path / "run"), 5_000_000, 1,
+                                study_args(tmp_path, "5M"))
+    result = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "doomSparse" in result.stdout and "max_global_steps=5000000" in result.stdout
+
+
+def test_bad_flags_get_one_line_and_exit_2(tmp_path):
+    for flags in (["--steps", "five"], ["--parallel", "0"], ["--method", "rnd"]):
+        result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
+                                 str(tmp_path), *flags], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    empty = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
+                            str(tmp_path), "--report-only"], capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 2 and empty.stderr.strip().count("\n") == 0 and "no runs" in empty.stderr
