@@ -230,9 +230,10 @@ def mean_or_none(values):
 
 
 def evaluate(log_dir, episodes, out):
-    """demo.py's greedy evaluation of the run's latest checkpoint (cached by checkpoint); its summary or None."""
+    """demo.py's greedy evaluation of the run's final checkpoint (cached by checkpoint); its summary, or None
+    while the run is still going."""
     checkpoint_index = os.path.join(log_dir, "train", "checkpoint")
-    if episodes <= 0 or not os.path.exists(checkpoint_index):
+    if episodes <= 0 or not os.path.exists(checkpoint_index) or train.run_processes(log_dir):
         return None
     summary_path = os.path.join(out, "summary.json")
     stamp = os.path.getmtime(checkpoint_index)
