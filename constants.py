@@ -202,9 +202,93 @@ def config_from_overrides(overrides, preset="paper"):
 
 CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")  # --unsup: A3C alone, ICM, pixel baselines
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
+HEADS = ("universe", "nips", "nature", "doom", "mlp")
 
+
+# ---------------------------------------------------------------- the run's flags
+# The flags that the launcher takes and hands on to every process of the run are written once, here: train.py and
+# worker.py build their parsers from this table, the launcher builds the workers' command lines from it, and the
+# worker records it in config.json.
+
+@dataclass(frozen=True)
+class RunFlag:
+    name: str  # the argparse dest, and the key in config.json's "run"
+    spellings: tuple  # the first is the one handed on; the others are the original's (camelCase) and short ones
+    help: str
+    default: object = None
+    choices: tuple = None
+    kind: str = "value"  # "value", "switch" (on when given) or "list" (repeatable)
+    always: bool = False  # handed on even when it is the default, so that every command line says it
+    recorded: bool = False  # written into config.json's "run"
+    identity: bool = False  # what makes the checkpoint meaningful: a relaunch must agree on it
+
+
+RUN_FLAGS = (
+    RunFlag("env_id", ("--env-id", "-e"), "environment id, doom being the paper's MyWayHome", default="doom",
+            always=True, recorded=True, identity=True),
+    RunFlag("env_wrap", ("--env-wrap", "--envWrap"), "the paper's preprocessing and reward clipping", kind="switch",
+            recorded=True, identity=True),
+    RunFlag("design_head", ("--design-head", "--designHead"), "network trunk (default: mlp for vector "
+            "observations, universe for images)", choices=HEADS, recorded=True, identity=True),
+    RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
+            "baselines)", default="none", choices=CURIOSITY_CHOICES, recorded=True, identity=True),
+    RunFlag("no_reward", ("--no-reward", "--noReward"), "extrinsic reward forced to 0", kind="switch",
+            recorded=True),
+    RunFlag("no_life_reward", ("--no-life-reward", "--noLifeReward"), "negative extrinsic rewards clipped to 0",
+            kind="switch", recorded=True),
+    RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
+    RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario, classic "
+            "for vector observations (classic_curiosity with a bonus), paper otherwise", default="auto",
+            choices=PRESET_CHOICES),
+    RunFlag("pretrain", ("--pretrain",), "start a new run from another run's trainable weights (its log dir or a "
+            "checkpoint); the global step restarts at 0"),
+    RunFlag("overrides", ("--set",), "override a hyper-parameter of constants.py (repeatable); see "
+            "train.py --help-config", kind="list"),
+)
+RUN_FLAG_NAMES = tuple(flag.name for flag in RUN_FLAGS)
 # What a log directory's run is: a relaunch must agree on these, or the checkpoint cannot be restored.
-RUN_IDENTITY_KEYS = ("env_id", "design_head", "unsup", "env_wrap")
+RUN_IDENTITY_KEYS = tuple(flag.name for flag in RUN_FLAGS if flag.identity)
+
+
+def add_run_flags(parser, more_help=None):
+    """The run's flags on an argparse parser; `more_help` {name: text} adds to a flag's help."""
+    for flag in RUN_FLAGS:
+        options = {"dest": flag.name, "help": flag.help + (more_help or {}).get(flag.name, "")}
+        if flag.kind == "switch":
+            options["action"] = "store_true"
+        elif flag.kind == "list":
+            options.update(action="append", default=[], metavar="NAME=VALUE")
+        else:
+            options.update(default=flag.default, choices=flag.choices)
+        parser.add_argument(*flag.spellings, **options)
+
+
+def run_flag_values(args):
+    """{name: value} of the run's flags in parsed arguments."""
+    return {name: getattr(args, name) for name in RUN_FLAG_NAMES}
+
+
+def run_flag_argv(values):
+    """The command-line flags that hand `values` ({name: value}, any of the run's flags) on to a process; a
+    flag at its default is left out unless it is always said."""
+    unknown = set(values) - set(RUN_FLAG_NAMES)
+    if unknown:
+        raise TypeError(f"not a run flag: {', '.join(sorted(unknown))}")
+    argv = []
+    for flag in RUN_FLAGS:
+        value = values.get(flag.name, [] if flag.kind == "list" else flag.default)
+        if flag.kind == "switch":
+            argv += [flag.spellings[0]] if value else []
+        elif flag.kind == "list":
+            argv += [part for item in value for part in (flag.spellings[0], item)]
+        elif value is not None and (flag.always or value != flag.default):
+            argv += [flag.spellings[0], str(value)]
+    return argv
+
+
+def recorded_run_flags(args):
+    """The run's flags that config.json records as what the run is."""
+    return {flag.name: getattr(args, flag.name) for flag in RUN_FLAGS if flag.recorded}
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_SUBDIR = "train"  # <log-dir>/train: TensorFlow's checkpoints and their `checkpoint` index file

@@ -62,37 +62,19 @@ def ports_for(exp_id, num_workers):
     return ps_port, [ps_port + 1 + i for i in range(num_workers)], TB_BASE_PORT + exp_id
 
 
-def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, env_wrap=False,
-                    design_head=None, unsup="none", no_reward=False, no_life_reward=False, visualise=False,
-                    overrides=(), tensorboard=True, preset="auto", pretrain=None, eval_every=None, eval_episodes=5,
-                    python=sys.executable):
+def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, tensorboard=True, eval_every=None,
+                    eval_episodes=5, python=sys.executable, **run_flags):
     """The processes of one run, as argv lists: ps, w-0..w-N-1, eval (with `eval_every`), tb (optional) and,
-    in tmux, status and htop."""
+    in tmux, status and htop. `run_flags` are the run's flags of constants.RUN_FLAGS (unsup="action", ...)."""
     log_dir = os.path.abspath(log_dir)
     ps_port, worker_ports, tb_port = ports_for(exp_id, num_workers)
+    if run_flags.get("pretrain"):
+        run_flags["pretrain"] = os.path.abspath(run_flags["pretrain"])
     base = [python, WORKER_SCRIPT,
             "--ps-hosts", f"127.0.0.1:{ps_port}",
             "--worker-hosts", ",".join(f"127.0.0.1:{port}" for port in worker_ports),
-            "--log-dir", log_dir, "--env-id", env_id]
-    flags = []
-    if env_wrap:
-        flags.append("--env-wrap")
-    if design_head:
-        flags += ["--design-head", design_head]
-    if unsup != "none":
-        flags += ["--unsup", unsup]
-    if no_reward:
-        flags.append("--no-reward")
-    if no_life_reward:
-        flags.append("--no-life-reward")
-    if visualise:
-        flags.append("--visualise")
-    if preset != "auto":
-        flags += ["--preset", preset]
-    if pretrain:
-        flags += ["--pretrain", os.path.abspath(pretrain)]
-    for item in overrides:
-        flags += ["--set", item]
+            "--log-dir", log_dir]
+    flags = constants.run_flag_argv(dict(run_flags, env_id=env_id))
     processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
     processes += [Process(f"w-{i}", base + ["--job-name", "worker", "--task", str(i)] + flags)
                   for i in range(num_workers)]
@@ -216,35 +198,17 @@ def parse_args(argv=None):
     add = parser.add_argument
     add("-w", "--num-workers", type=int, default=DEFAULT_NUM_WORKERS,
         help="worker processes (default: one per CPU core of this machine)")
-    add("-e", "--env-id", default="doom", help="environment id, doom being the paper's MyWayHome; supported: "
-        + envs.SUPPORTED)
     add("-l", "--log-dir", default=None, help="checkpoints, events, CSVs and logs (default: tmp/<env-id>)")
     add("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     add("-m", "--mode", choices=MODES, default="tmux",
         help="tmux: a session to attach to; nohup: detached, logs in <log-dir>/*.out; child: wait for the run")
-    add("--visualise", action="store_true", help="render the environment (needs a display)")
-    add("--envWrap", "--env-wrap", dest="env_wrap", action="store_true",
-        help="the paper's preprocessing and reward clipping")
-    add("--designHead", "--design-head", dest="design_head", default=None,
-        choices=("universe", "nips", "nature", "doom", "mlp"),
-        help="network trunk (default: mlp for vector observations, universe for images)")
-    add("--unsup", default="none", choices=constants.CURIOSITY_CHOICES, help="curiosity: none (A3C), action (ICM), "
-        "state or stateAenc (pixel-prediction baselines)")
-    add("--noReward", "--no-reward", dest="no_reward", action="store_true", help="extrinsic reward forced to 0")
-    add("--noLifeReward", "--no-life-reward", dest="no_life_reward", action="store_true",
-        help="negative extrinsic rewards clipped to 0")
+    constants.add_run_flags(parser, {"env_id": "; supported: " + envs.SUPPORTED})
     add("--expName", "--exp-name", dest="exp_name", default=None,
         help=f"tmux session name (default: {DEFAULT_SESSION}); with --stop, the session to end too")
     add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
         help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
-    add("--pretrain", default=None, help="start a new run from another run's trainable weights (its log dir or "
-        "a checkpoint); the global step restarts at 0")
     add("--default", action="store_true", help="the paper's settings: --envWrap --designHead universe "
         "--unsup action --noLifeReward")
-    add("--preset", default="auto", choices=constants.PRESET_CHOICES,
-        help="named hyper-parameter set of constants.py; auto: classic for vector observations, paper otherwise")
-    add("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
-        help="override a hyper-parameter of constants.py (repeatable); see --help-config")
     add("--envs-per-worker", type=int, default=None, metavar="K", help="environments each worker plays at once "
         "(the same as --set envs_per_worker=K; default: the preset's)")
     add("--network", choices=NETWORKS, default="isolated", help="isolated: the parameter server and workers "
@@ -609,10 +573,9 @@ def main(argv=None):
     try:
         check_args(args)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
-        plan = create_commands(args.exp_name, args.num_workers, args.env_id, args.log_dir, args.mode, args.exp_id,
-                               args.env_wrap, args.design_head, args.unsup, args.no_reward, args.no_life_reward,
-                               args.visualise, args.overrides, args.tensorboard, args.preset, args.pretrain,
-                               args.eval_every, args.eval_episodes)
+        run_flags = constants.run_flag_values(args)
+        plan = create_commands(args.exp_name, args.num_workers, run_flags.pop("env_id"), args.log_dir, args.mode,
+                               args.exp_id, args.tensorboard, args.eval_every, args.eval_episodes, **run_flags)
         if args.dry_run:
             if args.network == "isolated":
                 print("# ps and w-* would run inside the run's own network namespace: nsenter --target=<pid of "

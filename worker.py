@@ -66,17 +66,7 @@ def parse_args(argv=None):
     parser.add_argument("--ps-hosts", required=True, help="host:port of the parameter server")
     parser.add_argument("--worker-hosts", required=True, help="comma-separated host:port of every worker")
     parser.add_argument("--log-dir", default="tmp/doom")
-    parser.add_argument("--env-id", default="doom")
-    parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing and reward clipping")
-    parser.add_argument("--design-head", default=None, help="universe, nips, nature, doom or mlp")
-    parser.add_argument("--unsup", default="none", choices=constants.CURIOSITY_CHOICES, help="curiosity mode")
-    parser.add_argument("--no-reward", action="store_true")
-    parser.add_argument("--no-life-reward", action="store_true")
-    parser.add_argument("--visualise", action="store_true")
-    parser.add_argument("--pretrain", default=None, help="log dir (or checkpoint) whose weights start a new run")
-    parser.add_argument("--preset", default="auto", choices=constants.PRESET_CHOICES,
-                        help="named hyper-parameter set; auto: classic for vector observations, else paper")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
+    constants.add_run_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -86,9 +76,7 @@ def cluster_spec(ps_hosts, worker_hosts):
 
 def run_flags(args):
     """The flags that define what a log directory's run is, as stored in config.json."""
-    return {"env_id": args.env_id, "design_head": args.design_head, "unsup": args.unsup, "env_wrap": args.env_wrap,
-            "no_reward": args.no_reward, "no_life_reward": args.no_life_reward,
-            "num_workers": len(args.worker_hosts.split(","))}
+    return dict(constants.recorded_run_flags(args), num_workers=len(args.worker_hosts.split(",")))
 
 
 def write_config(log_dir, args, preset, config, saved=None):

@@ -53,6 +53,25 @@ def test_create_commands_one_ps_n_workers(mode, tmp_path):
     assert ("--expName exp" in kill_sh) == (mode == "tmux"), "kill.sh ends a tmux session only its own run has"
 
 
+def test_every_run_flag_reaches_the_worker_as_the_launcher_read_it(tmp_path):
+    # one schema (constants.RUN_FLAGS): the launcher's parser, the workers' command lines and the worker's parser
+    import worker
+
+    args = train.parse_args(["--env-id", "CartPole-v1", "--envWrap", "--designHead", "mlp", "--unsup", "action",
+                             "--noReward", "--noLifeReward", "--visualise", "--preset", "classic", "--pretrain",
+                             "elsewhere", "--set", "gamma=0.9", "--set", "seed=3"])
+    launched = constants.run_flag_values(args)
+    defaults = constants.run_flag_values(train.parse_args([]))
+    assert all(launched[name] != defaults[name] for name in constants.RUN_FLAG_NAMES), "the test covers every flag"
+    flags = dict(launched)
+    plan = train.create_commands("s", 2, flags.pop("env_id"), str(tmp_path), **flags)
+    for process in plan.processes[:3]:
+        received = constants.run_flag_values(worker.parse_args(process.argv[2:]))
+        assert received == dict(launched, pretrain=os.path.abspath("elsewhere")), process.name
+    with pytest.raises(TypeError, match="not a run flag"):
+        train.create_commands("s", 2, "doom", str(tmp_path), gama=0.9)
+
+
 def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     log_dir = tmp_path / "never-created"
     result = run_train("--num-workers", "8", "--dry-run", "--log-dir", str(log_dir))
