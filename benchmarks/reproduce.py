@@ -168,11 +168,12 @@ def run_all(args, launch=subprocess.Popen):
             if finished:
                 del active[name]
                 step = reached_step(log_dir)
+                code = process.returncode if process else 0
                 if process is None and step < args.steps:  # another sitting's run, with a smaller budget
                     todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
-                elif process.returncode != 0 or step < args.steps:
+                elif code != 0 or step < args.steps:
                     failed.append(name)
-                    print(f"{name}: stopped at step {step:,} of {args.steps:,} (exit status {process.returncode}); "
+                    print(f"{name}: stopped at step {step:,} of {args.steps:,} (exit status {code}); "
                           f"see {log_dir}/*.out. Run the command again to resume it", flush=True)
                 else:
                     print(f"{name}: done at step {step:,}", flush=True)

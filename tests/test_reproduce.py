@@ -139,6 +139,32 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     assert len(longer.launched) == 4 and all("max_global_steps=2000000" in argv for argv in longer.launched)
 
 
+def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp_path):
+    import train
+
+    out = str(tmp_path / "study")
+    sleepers = []
+    for seed, episodes in ((0, 10), (1, 3)):  # seed 0 gets to the budget of 1M, seed 1 stops at 300k
+        log_dir = reproduce.run_dir(out, "doom", "icm", seed)
+        write_episodes(log_dir, [0] * episodes, step_every=100_000)
+        with open(os.path.join(log_dir, "config.json"), "w") as handle:
+            json.dump({}, handle)
+        sleepers.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)", train.WORKER_SCRIPT,
+                                          "--log-dir", log_dir]))
+    try:
+        args = reproduce.parse_args(["--task", "doom", "--method", "icm", "--seeds", "0", "1", "--steps", "1M",
+                                     "--out", out])
+        assert [run[4] for run in reproduce.plan(out, ["doom"], ["icm"], [0, 1], 1_000_000)] == ["running"] * 2
+        fake = FakeTrain()
+        assert reproduce.run_all(args, launch=fake) == []
+        assert all(sleeper.poll() is not None for sleeper in sleepers), "it waited for both"
+        assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == ["doom-icm-s1"]
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+
+
 def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
     argv = reproduce.train_argv("doomSparse", "icm", 2, str(tmp_path / "run"), 5_000_000, 1,
                                 study_args(tmp_path, "5M"))
