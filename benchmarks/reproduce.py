@@ -199,10 +199,11 @@ def episode_arrays(log_dir, column):
             np.array([float(row[column]) for row in rows]))
 
 
-def success_at(steps, success, milestone, window=WINDOW):
+def success_at(steps, success, milestone, reached=None, window=WINDOW):
     """Success rate over the last `window` episodes that ended by global step `milestone`; None when the run
-    did not get that far (no episode at or past it) or had no episode before it."""
-    if not len(steps) or steps[-1] < milestone:
+    did not get that far (`reached`, its global step; by default its last episode's) or had no episode before."""
+    reached = (steps[-1] if len(steps) else 0) if reached is None else reached
+    if not len(steps) or reached < milestone:
         return None
     ended = success[steps <= milestone]
     return float(np.mean(ended[-window:])) if len(ended) else None
@@ -219,8 +220,9 @@ def first_solved(steps, success, window=WINDOW, threshold=SOLVED):
 
 def run_summary(log_dir, milestones):
     steps, success = episode_arrays(log_dir, "success")
-    return {"log_dir": log_dir, "global_step": reached_step(log_dir), "episodes": int(len(success)),
-            "success_at": {str(m): success_at(steps, success, m) for m in milestones},
+    reached = reached_step(log_dir)
+    return {"log_dir": log_dir, "global_step": reached, "episodes": int(len(success)),
+            "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "reached_vest": bool(success.any()) if len(success) else False}
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from conftest import ROOT
@@ -69,6 +70,14 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     assert "| A3C | mean | | 0.01 | - | - | - | 0 of 2 | 1 of 2 | |" in table  # 0.005 rounds to 0.01
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
+
+
+def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
+    import numpy as np
+
+    steps, success = np.array([1_000, 2_000, 2_990]), np.array([0.0, 1.0, 1.0])
+    assert reproduce.success_at(steps, success, 3_000) is None  # by its episodes alone it did not get there
+    assert reproduce.success_at(steps, success, 3_000, reached=3_004) == pytest.approx(2 / 3)
 
 
 def test_a_run_short_of_the_window_is_not_solved():
@@ -149,17 +158,25 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
         write_episodes(log_dir, [0] * episodes, step_every=100_000)
         with open(os.path.join(log_dir, "config.json"), "w") as handle:
             json.dump({}, handle)
-        sleepers.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)", train.WORKER_SCRIPT,
-                                          "--log-dir", log_dir]))
+        # stand-ins for the other sitting's workers: they run until their stdin closes
+        sleepers.append(subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", train.WORKER_SCRIPT,
+                                          "--log-dir", log_dir], stdin=subprocess.PIPE))
+    fake = FakeTrain()
+    ending = threading.Timer(1.0, lambda: [sleeper.stdin.close() for sleeper in sleepers])
+
+    def launch(argv, **kwargs):
+        assert all(sleeper.poll() is not None for sleeper in sleepers), "launched before the other sitting ended"
+        return fake(argv, **kwargs)
+
     try:
         args = reproduce.parse_args(["--task", "doom", "--method", "icm", "--seeds", "0", "1", "--steps", "1M",
                                      "--out", out])
         assert [run[4] for run in reproduce.plan(out, ["doom"], ["icm"], [0, 1], 1_000_000)] == ["running"] * 2
-        fake = FakeTrain()
-        assert reproduce.run_all(args, launch=fake) == []
-        assert all(sleeper.poll() is not None for sleeper in sleepers), "it waited for both"
+        ending.start()
+        assert reproduce.run_all(args, launch=launch) == []
         assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == ["doom-icm-s1"]
     finally:
+        ending.cancel()
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
