@@ -139,7 +139,8 @@ def run_all(args, launch=subprocess.Popen):
     """Run what the plan leaves to do, --parallel at a time; the names of runs that failed."""
     runs = plan(args.out, args.task, args.method, args.seeds, args.steps)
     total, failed, rates = len(runs), [], []
-    todo = [run for run in runs if run[4] != "done"]
+    # runs another sitting has going come first: they hold cores that --parallel counts
+    todo = sorted((run for run in runs if run[4] != "done"), key=lambda run: run[4] != "running")
     print(f"{total} runs in {args.out}/runs: {total - len(todo)} done, "
           f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "
           f"{sum(run[4] == 'resume' for run in todo)} to resume, {sum(run[4] == 'new' for run in todo)} new",

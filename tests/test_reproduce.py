@@ -153,7 +153,7 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
 
     out = str(tmp_path / "study")
     sleepers = []
-    for seed, episodes in ((0, 10), (1, 3)):  # seed 0 gets to the budget of 1M, seed 1 stops at 300k
+    for seed, episodes in ((1, 10), (2, 3)):  # seed 1 gets to the budget of 1M, seed 2 stops at 300k
         log_dir = reproduce.run_dir(out, "doom", "icm", seed)
         write_episodes(log_dir, [0] * episodes, step_every=100_000)
         with open(os.path.join(log_dir, "config.json"), "w") as handle:
@@ -169,12 +169,15 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
         return fake(argv, **kwargs)
 
     try:
-        args = reproduce.parse_args(["--task", "doom", "--method", "icm", "--seeds", "0", "1", "--steps", "1M",
+        args = reproduce.parse_args(["--task", "doom", "--method", "icm", "--seeds", "0", "1", "2", "--steps", "1M",
                                      "--out", out])
-        assert [run[4] for run in reproduce.plan(out, ["doom"], ["icm"], [0, 1], 1_000_000)] == ["running"] * 2
+        # seed 0 is new, but with one run at a time it waits for the runs that hold the cores now
+        assert [run[4] for run in reproduce.plan(out, ["doom"], ["icm"], [0, 1, 2], 1_000_000)] == [
+            "new", "running", "running"]
         ending.start()
         assert reproduce.run_all(args, launch=launch) == []
-        assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == ["doom-icm-s1"]
+        assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == [
+            "doom-icm-s2", "doom-icm-s0"]
     finally:
         ending.cancel()
         for sleeper in sleepers:
