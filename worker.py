@@ -8,6 +8,7 @@ variables and checkpoints them every `checkpoint_secs`.
 """
 import argparse
 import errno
+import json
 import logging
 import os
 import signal
@@ -61,13 +62,48 @@ def write_failure(error, log_dir):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Run one parameter server or worker of a curiosity-agent run.")
-    parser.add_argument("--job-name", choices=("ps", "worker"), required=True)
-    parser.add_argument("--task", type=int, default=0, help="index of this process within its job")
-    parser.add_argument("--ps-hosts", required=True, help="host:port of the parameter server")
-    parser.add_argument("--worker-hosts", required=True, help="comma-separated host:port of every worker")
+    parser.add_argument("--job-name", choices=("ps", "worker"), help="this process's role (default: TF_CONFIG's)")
+    parser.add_argument("--task", type=int, default=None, help="index of this process within its job")
+    parser.add_argument("--ps-hosts", help="host:port of the parameter server")
+    parser.add_argument("--worker-hosts", help="comma-separated host:port of every worker")
     parser.add_argument("--log-dir", default="tmp/doom")
     constants.add_run_flags(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        role = role_from_tf_config(os.environ.get("TF_CONFIG"))
+    except ValueError as error:
+        parser.error(f"TF_CONFIG: {error}")
+    for name, value in role.items():  # the command line wins; TF_CONFIG fills what it leaves out
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.job_name is None or args.ps_hosts is None or args.worker_hosts is None:
+        parser.error("give --job-name, --ps-hosts and --worker-hosts, or set TF_CONFIG")
+    args.task = args.task or 0
+    return args
+
+
+def role_from_tf_config(text):
+    """{job_name, task, ps_hosts, worker_hosts} from TF_CONFIG (the Kubeflow TFJob / tf.distribute convention:
+    {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0}}), or {} when unset. A
+    "chief" replica is worker 0, the chief of this design, and the "worker" replicas follow it."""
+    if not text:
+        return {}
+    try:
+        config = json.loads(text)
+        cluster, task = config["cluster"], config["task"]
+        chiefs, workers, ps = list(cluster.get("chief", [])), list(cluster.get("worker", [])), list(cluster["ps"])
+        kind, index = task["type"], int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"not a cluster with ps and a task with type and index ({error})") from None
+    if kind == "chief":
+        kind = "worker"
+    elif kind == "worker":
+        index += len(chiefs)
+    elif kind != "ps":
+        raise ValueError(f"task type {kind!r}: this program runs ps, chief and worker tasks only")
+    if not ps or not chiefs + workers:
+        raise ValueError("the cluster needs a ps and at least one chief or worker")
+    return {"job_name": kind, "task": index, "ps_hosts": ",".join(ps), "worker_hosts": ",".join(chiefs + workers)}
 
 
 def cluster_spec(ps_hosts, worker_hosts):

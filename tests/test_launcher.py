@@ -72,6 +72,35 @@ def test_every_run_flag_reaches_the_worker_as_the_launcher_read_it(tmp_path):
         train.create_commands("s", 2, "doom", str(tmp_path), gama=0.9)
 
 
+def test_a_worker_takes_its_role_from_tf_config(monkeypatch):
+    import worker
+
+    cluster = {"ps": ["ps0:2222"], "chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]}
+    hosts = "c0:2222,w0:2222,w1:2222"
+    roles = [({"type": "chief", "index": 0}, ("worker", 0)),  # the chief is worker 0, the workers follow it
+             ({"type": "worker", "index": 1}, ("worker", 2)),
+             ({"type": "ps", "index": 0}, ("ps", 0))]
+    for task, expected in roles:
+        monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+        args = worker.parse_args(["--log-dir", "x"])
+        assert (args.job_name, args.task, args.ps_hosts, args.worker_hosts) == (*expected, "ps0:2222", hosts)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"ps": ["p:1"], "worker": ["a:1", "b:1"]},
+                                                "task": {"type": "worker", "index": 1}}))
+    assert worker.parse_args([]).task == 1
+    assert worker.parse_args(["--task", "0"]).task == 0, "the command line wins"
+    for bad in ("{not json", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}}),
+                json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})):
+        with pytest.raises(ValueError):
+            worker.role_from_tf_config(bad)
+    monkeypatch.delenv("TF_CONFIG")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "worker.py"), "--log-dir", "x"], capture_output=True,
+                            text=True, timeout=60, env=dict(os.environ, TF_CONFIG="{not json"))
+    assert result.returncode == 2 and "TF_CONFIG: not a cluster" in result.stderr and "Traceback" not in result.stderr
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "worker.py")], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and "or set TF_CONFIG" in result.stderr
+
+
 def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     log_dir = tmp_path / "never-created"
     result = run_train("--num-workers", "8", "--dry-run", "--log-dir", str(log_dir))
