@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -73,13 +74,64 @@ def parse_args(argv=None):
         role = role_from_tf_config(os.environ.get("TF_CONFIG"))
     except ValueError as error:
         parser.error(f"TF_CONFIG: {error}")
+    if not role:
+        try:
+            role = role_from_slurm(os.environ)
+        except ValueError as error:
+            parser.error(f"Slurm: {error}")
     for name, value in role.items():  # the command line wins; TF_CONFIG fills what it leaves out
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.job_name is None or args.ps_hosts is None or args.worker_hosts is None:
-        parser.error("give --job-name, --ps-hosts and --worker-hosts, or set TF_CONFIG")
+        parser.error("give --job-name, --ps-hosts and --worker-hosts, or set TF_CONFIG, or run under srun")
     args.task = args.task or 0
     return args
+
+
+SLURM_BASE_PORT = 12222  # under srun, the k-th task on a node listens on this port + k (SLURM_PORT_BASE to change)
+
+
+def expand_hostlist(text):
+    """Slurm's compressed host list, 'node[01-03,07],login1' -> ['node01', 'node02', 'node03', 'node07', 'login1']."""
+    hosts = []
+    for name, ranges in re.findall(r"([^,\[]+)(?:\[([^\]]*)\])?,?", text):
+        if not ranges:
+            hosts.append(name)
+            continue
+        for part in ranges.split(","):
+            first, _, last = part.partition("-")
+            for number in range(int(first), int(last or first) + 1):
+                hosts.append(f"{name}{number:0{len(first)}d}")
+    return hosts
+
+
+def expand_tasks_per_node(text):
+    """SLURM_STEP_TASKS_PER_NODE, '2(x3),1' -> [2, 2, 2, 1]."""
+    counts = []
+    for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", text):
+        counts += [int(count)] * int(times or 1)
+    return counts
+
+
+def role_from_slurm(environ):
+    """{job_name, task, ps_hosts, worker_hosts} of this task of an `srun` step, or {} outside one: task 0 is the
+    parameter server, the others the workers in order (the chief is task 1); tasks fill the nodes in order, as
+    srun's default block distribution places them, and the k-th task on a node listens on SLURM_PORT_BASE + k."""
+    if "SLURM_PROCID" not in environ or "SLURM_STEP_NODELIST" not in environ:
+        return {}
+    try:
+        rank = int(environ["SLURM_PROCID"])
+        nodes = expand_hostlist(environ["SLURM_STEP_NODELIST"])
+        counts = expand_tasks_per_node(environ["SLURM_STEP_TASKS_PER_NODE"])
+        base = int(environ.get("SLURM_PORT_BASE", SLURM_BASE_PORT))
+    except (KeyError, ValueError) as error:
+        raise ValueError(f"cannot read the step's tasks and nodes ({error})") from None
+    if len(nodes) != len(counts) or sum(counts) < 2 or not 0 <= rank < sum(counts):
+        raise ValueError(f"{sum(counts)} tasks on {len(nodes)} nodes: a run needs a parameter server and a worker, "
+                         f"one task each (srun --ntasks N+1)")
+    addresses = [f"{node}:{base + k}" for node, count in zip(nodes, counts) for k in range(count)]
+    return {"job_name": "ps" if rank == 0 else "worker", "task": max(rank - 1, 0), "ps_hosts": addresses[0],
+            "worker_hosts": ",".join(addresses[1:])}
 
 
 def role_from_tf_config(text):

@@ -101,6 +101,47 @@ def test_a_worker_takes_its_role_from_tf_config(monkeypatch):
     assert result.returncode == 2 and "or set TF_CONFIG" in result.stderr
 
 
+def test_a_worker_under_srun_takes_its_role_from_slurm(monkeypatch):
+    import worker
+
+    assert worker.expand_hostlist("node[01-03,07],login1,gpu[8-10]") == [
+        "node01", "node02", "node03", "node07", "login1", "gpu8", "gpu9", "gpu10"]
+    assert worker.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+    step = {"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "3,2"}  # 5 tasks: the ps and 4 workers
+    hosts = "n1:12223,n1:12224,n2:12222,n2:12223"
+    assert worker.role_from_slurm(dict(step, SLURM_PROCID="0")) == {
+        "job_name": "ps", "task": 0, "ps_hosts": "n1:12222", "worker_hosts": hosts}
+    assert worker.role_from_slurm(dict(step, SLURM_PROCID="3", SLURM_PORT_BASE="4000"))["task"] == 2
+    assert worker.role_from_slurm({"SLURM_PROCID": "0"}) == {}, "sbatch's shell, not an srun step"
+    with pytest.raises(ValueError, match="needs a parameter server and a worker"):
+        worker.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "1"})
+    for name, value in dict(step, SLURM_PROCID="4").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    args = worker.parse_args(["--log-dir", "x"])
+    assert (args.job_name, args.task, args.ps_hosts, args.worker_hosts) == ("worker", 3, "n1:12222", hosts)
+
+
+def test_the_scheduler_examples_start_worker_py_with_flags_it_takes(monkeypatch):
+    import re
+    import shlex
+
+    import worker
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"ps": ["p:1"], "worker": ["w:1"]},
+                                                "task": {"type": "worker", "index": 0}}))
+    with open(os.path.join(ROOT, "examples", "tfjob.yaml")) as handle:
+        commands = [json.loads(found) for found in re.findall(r"command: (\[.*?\])", handle.read(), re.S)]
+    with open(os.path.join(ROOT, "examples", "slurm.sbatch")) as handle:
+        srun = handle.read().split("\nsrun ", 1)[1].replace("\\\n", " ").splitlines()[0]
+    commands.append(shlex.split(srun.replace('"$LOG_DIR"', "logs"))[1:])  # after srun's own option
+    assert len(commands) == 3
+    for command in commands:
+        assert command[:2] == ["python", "worker.py"]
+        args = worker.parse_args(command[2:])
+        assert args.env_id == "doom" and args.unsup == "action" and args.job_name == "worker"
+
+
 def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     log_dir = tmp_path / "never-created"
     result = run_train("--num-workers", "8", "--dry-run", "--log-dir", str(log_dir))
