@@ -8,10 +8,14 @@ Three ways, one process each, the process's own (anonymous) resident memory prin
            summaries, CSVs or heartbeats: the learner's graph as the worker runs it;
   fake     the same trainer on a stand-in environment of the same observation and action spaces (random
            frames, episodes of 50-2,100 steps), to tell the game's part from TensorFlow's.
+  remote   the trainer of `trainer` with its global variables on a parameter server in another process, through
+           a gRPC session as the worker has it, but without the Supervisor, summaries, CSVs or heartbeats: the
+           distributed runtime's part.
 
     python benchmarks/memory_probe.py --part env --env-id doom --minutes 5
     python benchmarks/memory_probe.py --part trainer --env-id doom --unsup action --minutes 9
     python benchmarks/memory_probe.py --part fake --env-id doom --unsup action --minutes 9
+    python benchmarks/memory_probe.py --part remote --env-id doom --unsup action --minutes 9
 
 The soak (`benchmarks/faults.py --soak`) measures the whole run; this narrows down which part grows.
 """
@@ -96,9 +100,16 @@ def probe_trainer(args):
         games = [envs.ExtrinsicReward(StandIn(*spaces)) for spaces in spaces_of]
         for index, game in enumerate(games):
             game.reset(seed=index)
-    trainer = A3C(games, 0, config, unsup=args.unsup, env_threads=envs.steps_in_threads(args.env_id))
+    threads = envs.steps_in_threads(args.env_id)
     session_config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
-    with tf1.Session(config=session_config) as session:
+    target, parameter_server = "", None
+    if args.part == "remote":
+        parameter_server, target, devices = remote_cluster(tf1)
+        session_config = tf1.ConfigProto(device_filters=["/job:ps", devices["local_device"]])
+        trainer = A3C(games, 0, config, unsup=args.unsup, env_threads=threads, **devices)
+    else:
+        trainer = A3C(games, 0, config, unsup=args.unsup, env_threads=threads)
+    with tf1.Session(target, config=session_config) as session:
         session.run(tf1.global_variables_initializer())
         trainer.start(session, None, lambda stats: None)
         clock = Minutes(args.minutes)
@@ -107,11 +118,37 @@ def probe_trainer(args):
         trainer.stop()
     for game in games:
         game.close()
+    if parameter_server:
+        parameter_server.kill()
+
+
+def remote_cluster(tf1):
+    """A parameter server in a process of its own and this process's worker server on free localhost ports:
+    (the ps process, the worker's session target, A3C's device arguments)."""
+    import socket
+    import subprocess
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    spec = {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
+    parameter_server = subprocess.Popen([sys.executable, "-c", (
+        "import tensorflow as tf; tf1 = tf.compat.v1; tf1.disable_eager_execution(); "
+        f"tf1.train.Server(tf1.train.ClusterSpec({spec!r}), job_name='ps', task_index=0, "
+        "config=tf1.ConfigProto(device_filters=['/job:ps'])).join()")])
+    server = tf1.train.Server(tf1.train.ClusterSpec(spec), job_name="worker", task_index=0,
+                              config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+    worker_device = "/job:worker/task:0/cpu:0"
+    devices = {"global_device": tf1.train.replica_device_setter(1, worker_device=worker_device),
+               "local_device": worker_device}
+    return parameter_server, server.target, devices
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("env", "trainer", "fake"), required=True)
+    parser.add_argument("--part", choices=("env", "trainer", "fake", "remote"), required=True)
     parser.add_argument("--env-id", default="doom")
     parser.add_argument("--unsup", default="action", choices=constants.CURIOSITY_CHOICES)
     parser.add_argument("--preset", default="paper", choices=tuple(constants.PRESETS))
