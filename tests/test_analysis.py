@@ -43,7 +43,8 @@ def cartpole_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def doom_run(tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("analysis") / "doom"
-    return train_run(log_dir, "doomSparse", 1, 1500, free_exp_id(1, 470))
+    # 2 environments (not the doom preset's 16), so that each plays past the end of a 525-step episode
+    return train_run(log_dir, "doomSparse", 1, 1500, free_exp_id(1, 470), "--envs-per-worker", "2")
 
 
 def demo(*argv):
