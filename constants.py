@@ -185,8 +185,8 @@ PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
 
 def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none"):
-    """`auto` means `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations (`classic_curiosity` with a curiosity
-    bonus) and `paper` (the original's constants) for other images."""
+    """`auto` means `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations
+    (`classic_curiosity` with a curiosity bonus) and `paper` (the original's constants) for other images."""
     if preset != "auto":
         return preset
     if family == "mario":
@@ -244,8 +244,8 @@ RUN_FLAGS = (
             kind="switch", recorded=True),
     RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
     RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario, doom for "
-            "ViZDoom, classic for vector observations (classic_curiosity with a bonus), paper otherwise", default="auto",
-            choices=PRESET_CHOICES),
+            "ViZDoom, classic for vector observations (classic_curiosity with a bonus), paper otherwise",
+            default="auto", choices=PRESET_CHOICES),
     RunFlag("pretrain", ("--pretrain",), "start a new run from another run's trainable weights (its log dir or a "
             "checkpoint); the global step restarts at 0"),
     RunFlag("overrides", ("--set",), "override a hyper-parameter of constants.py (repeatable); see "

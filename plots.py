@@ -56,12 +56,18 @@ def read_csvs(pattern):
     return [row for path in sorted(glob.glob(pattern)) for row in status.read_rows(path)]
 
 
+def episode_rows(log_dir, column):
+    """The run's episode rows that have a value in `column`, ordered by global step (then by time)."""
+    rows = [row for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
+    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    return rows
+
+
 def episode_series(log_dir, column, smooth):
     """(global steps, wall minutes, trailing mean of `column` over `smooth` episodes) of one run, by step."""
-    rows = [row for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
+    rows = episode_rows(log_dir, column)
     if not rows:
         return None
-    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
     steps = np.array([int(row["global_step"]) for row in rows], float)
     times = np.array([float(row["wall_time"]) for row in rows])
     values = np.array([float(row[column]) for row in rows])

@@ -79,7 +79,7 @@ def parse_args(argv=None):
             role = role_from_slurm(os.environ)
         except ValueError as error:
             parser.error(f"Slurm: {error}")
-    for name, value in role.items():  # the command line wins; TF_CONFIG fills what it leaves out
+    for name, value in role.items():  # the command line wins; TF_CONFIG or Slurm fills what it leaves out
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.job_name is None or args.ps_hosts is None or args.worker_hosts is None:

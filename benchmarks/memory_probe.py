@@ -134,10 +134,8 @@ def remote_cluster(tf1):
             probe.bind(("127.0.0.1", 0))
             ports.append(probe.getsockname()[1])
     spec = {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
-    parameter_server = subprocess.Popen([sys.executable, "-c", (
-        "import tensorflow as tf; tf1 = tf.compat.v1; tf1.disable_eager_execution(); "
-        f"tf1.train.Server(tf1.train.ClusterSpec({spec!r}), job_name='ps', task_index=0, "
-        "config=tf1.ConfigProto(device_filters=['/job:ps'])).join()")])
+    parameter_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "worker.py"), "--job-name", "ps",
+                                         "--ps-hosts", spec["ps"][0], "--worker-hosts", spec["worker"][0]])
     server = tf1.train.Server(tf1.train.ClusterSpec(spec), job_name="worker", task_index=0,
                               config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
     worker_device = "/job:worker/task:0/cpu:0"

@@ -194,8 +194,7 @@ def run_all(args, launch=subprocess.Popen):
 
 def episode_arrays(log_dir, column):
     """(global steps, values of `column`) of the run's episodes that have it, ordered by global step."""
-    rows = [row for row in plots.read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
-    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    rows = plots.episode_rows(log_dir, column)
     return (np.array([int(row["global_step"]) for row in rows], dtype=np.int64),
             np.array([float(row[column]) for row in rows]))
 
@@ -278,7 +277,8 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
             for seed, log_dir in sorted(methods[method].items()):
                 summary = run_summary(log_dir, milestones)
                 summary["log_dir"] = os.path.relpath(log_dir, out)
-                summary["greedy_eval"] = evaluate(log_dir, eval_episodes, os.path.join(eval_dir, os.path.basename(log_dir)))
+                summary["greedy_eval"] = evaluate(log_dir, eval_episodes,
+                                                  os.path.join(eval_dir, os.path.basename(log_dir)))
                 seeds[str(seed)] = summary
             results["tasks"][task][method] = {
                 "seeds": seeds,
