@@ -20,12 +20,17 @@ Then the report, into --report-dir (default <out>/report), per task:
                         seed, and their mean), the steps to the first 100 episodes with >= 90% success, the runs
                         that ever reached the vest, and the greedy evaluation of each run's final checkpoint
   results.json          every number of the tables
-Only small files go there (no checkpoints), so it can be committed.
+  runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
+                        config and the machine; the report is drawn from these
+Only small files go there (no checkpoints), so it can be committed; and a report dir that already holds runs
+keeps them, so one report gathers the sittings of several machines whose run folders are gone or elsewhere.
 """
 import argparse
+import csv
 import datetime
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -46,6 +51,11 @@ WINDOW = 100  # episodes in the success rate of the tables (the paper's curves a
 SOLVED = 0.9  # a run is solved at the first window of WINDOW episodes with this success rate
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
 DEFAULT_AT = ("1M", "2M", "3M", "5M", "7M")
+# what a run's archive in the report keeps: the episode columns the tables and figures read, and at most this
+# many of its logged positions (every 4th step's are logged: ~3 MB a worker-hour; the heatmap needs far fewer)
+ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
+                            "success", "distance")
+ARCHIVED_VISITS = 20_000
 
 
 def parse_steps(text):
@@ -218,13 +228,62 @@ def first_solved(steps, success, window=WINDOW, threshold=SOLVED):
     return int(steps[hits[0] + window - 1]) if len(hits) else None
 
 
-def run_summary(log_dir, milestones):
+def run_summary(log_dir, milestones, reached):
     steps, success = episode_arrays(log_dir, "success")
-    reached = reached_step(log_dir)
     return {"log_dir": log_dir, "global_step": reached, "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "reached_vest": bool(success.any()) if len(success) else False}
+
+
+def find_runs(folder):
+    """{run name: its folder} of the study's runs directly under `folder`."""
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return {name: os.path.join(folder, name) for name in names
+            if parse_run_name(name) and os.path.isdir(os.path.join(folder, name))}
+
+
+def machine():
+    return f"{platform.node() or 'unknown host'}, {os.cpu_count()} cores"
+
+
+def archive_run(log_dir, archive, greedy_eval):
+    """Keep what the report needs of a run in `archive` (a small folder that plots.py reads as a log dir): its
+    episodes (the report's columns), an even sample of its positions, config.json, and run.json (the global
+    step reached, the greedy evaluation, the machine). The run's own folder holds checkpoints and lives outside
+    the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
+    other machines stay in the tables and the figures."""
+    reached = reached_step(log_dir)
+    kept = status.read_json(os.path.join(archive, "run.json")) or {}
+    if kept.get("global_step", 0) > reached:
+        print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
+              f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
+        return
+    os.makedirs(archive, exist_ok=True)
+    episodes = plots.episode_rows(log_dir, "global_step")
+    write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
+    visits = plots.read_csvs(os.path.join(log_dir, "visits*.csv"))
+    if visits:
+        sample = np.linspace(0, len(visits) - 1, min(len(visits), ARCHIVED_VISITS)).astype(int)
+        write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), [visits[i] for i in sample])
+    config = status.read_json(os.path.join(log_dir, "config.json"))
+    if config is not None:
+        write_json(os.path.join(archive, "config.json"), config)
+    write_json(os.path.join(archive, "run.json"), {
+        "global_step": reached, "greedy_eval": greedy_eval or kept.get("greedy_eval"),
+        "machine": kept.get("machine") or machine()})
+
+
+def write_rows(path, columns, rows):
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path, value):
+    with open(path, "w") as handle:
+        json.dump(value, handle, indent=2)
 
 
 def mean_or_none(values):
@@ -254,43 +313,58 @@ def evaluate(log_dir, episodes, out):
 
 
 def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
-    """Figures, tables and JSON of every run found in <out>/runs; the results dict."""
-    found = {}  # task -> method -> {seed: log_dir}
-    runs_dir = os.path.join(out, "runs")
-    for name in sorted(os.listdir(runs_dir)) if os.path.isdir(runs_dir) else []:
-        parsed = parse_run_name(name)
-        if parsed and os.path.isdir(os.path.join(runs_dir, name)):
-            task, method, seed = parsed
-            found.setdefault(task, {}).setdefault(method, {})[seed] = os.path.join(runs_dir, name)
-    if not found:
-        raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
-    os.makedirs(report_dir, exist_ok=True)
+    """Figures, tables and JSON of every run in <out>/runs and every run the report dir already holds (from
+    other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results."""
     eval_dir = eval_dir or os.path.join(out, "eval")
-    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {}}
+    archives = os.path.join(report_dir, "runs")
+    for name, log_dir in find_runs(os.path.join(out, "runs")).items():
+        archive_run(log_dir, os.path.join(archives, name),
+                    evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name)))
+    earlier = status.read_json(os.path.join(report_dir, "results.json")) or {}
+    found = {}  # task -> method -> {seed: archive folder}
+    for name, archive in find_runs(archives).items():
+        task, method, seed = parse_run_name(name)
+        found.setdefault(task, {}).setdefault(method, {})[seed] = archive
+    rows = {}  # task -> method -> {seed: summary}
+    for task, methods in earlier.get("tasks", {}).items():  # runs whose episodes were never archived
+        for method, summary in methods.items():
+            for seed, run in summary["seeds"].items():
+                if int(seed) not in found.get(task, {}).get(method, {}):
+                    rows.setdefault(task, {}).setdefault(method, {})[int(seed)] = run
+    if not found and not rows:
+        raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
     for task, methods in found.items():
         groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
                   for method in METHODS if method in methods}
         plots.make_plots(groups, os.path.join(report_dir, task), smooth=WINDOW)
+        for method, seeds in methods.items():
+            for seed, archive in seeds.items():
+                kept = status.read_json(os.path.join(archive, "run.json")) or {}
+                summary = run_summary(archive, milestones, kept.get("global_step", 0))
+                summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
+                               machine=kept.get("machine"))
+                rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
+    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {}}
+    for task in sorted(rows, key=task_order):
         results["tasks"][task] = {}
-        for method in (method for method in METHODS if method in methods):
-            seeds = {}
-            for seed, log_dir in sorted(methods[method].items()):
-                summary = run_summary(log_dir, milestones)
-                summary["log_dir"] = os.path.relpath(log_dir, out)
-                summary["greedy_eval"] = evaluate(log_dir, eval_episodes,
-                                                  os.path.join(eval_dir, os.path.basename(log_dir)))
-                seeds[str(seed)] = summary
+        for method in (method for method in METHODS if method in rows[task]):
+            seeds = {str(seed): run for seed, run in sorted(rows[task][method].items())}
             results["tasks"][task][method] = {
                 "seeds": seeds,
-                "mean_success_at": {str(m): mean_or_none([s["success_at"][str(m)] for s in seeds.values()])
+                "mean_success_at": {str(m): mean_or_none([s["success_at"].get(str(m)) for s in seeds.values()])
                                     for m in milestones},
                 "runs_solved": sum(s["first_solved"] is not None for s in seeds.values()),
                 "runs_reached_vest": sum(s["reached_vest"] for s in seeds.values()), "runs": len(seeds)}
-    with open(os.path.join(report_dir, "results.json"), "w") as handle:
-        json.dump(results, handle, indent=2)
+    write_json(os.path.join(report_dir, "results.json"), results)
     with open(os.path.join(report_dir, "results.md"), "w") as handle:
         handle.write(markdown(results))
     return results
+
+
+def task_order(task):
+    """The paper's order (dense, sparse, very sparse), then any other task by name."""
+    known = ["doom", "doomSparse", "doomVerySparse"]
+    return (known.index(task), "") if task in known else (len(known), task)
 
 
 def short(steps):
@@ -306,23 +380,26 @@ def markdown(results):
     milestones = results["milestones"]
     lines = [f"Success rate over the last {results['window']} episodes at each global step; `-`: the run did not "
              f"get there. Solved: the first {results['window']} episodes with >= {results['solved_at']:.0%} "
-             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation.", ""]
+             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation. Machine: the host "
+             "and cores of the sitting that last reported the run (`-`: an earlier report's row, its episodes not "
+             "kept).", ""]
     for task, methods in results["tasks"].items():
         lines += [f"### {task}", "",
                   "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
-                  + " | solved at | reached the vest | greedy |",
-                  "|---" * (len(milestones) + 6) + "|"]
+                  + " | solved at | reached the vest | greedy | machine |",
+                  "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 greedy = (run["greedy_eval"] or {}).get("success_rate")
                 lines.append(f"| {METHOD_LABELS[method]} | {seed} | {short(run['global_step'])} | "
-                             + " | ".join(cell(run["success_at"][str(m)]) for m in milestones)
+                             + " | ".join(cell(run["success_at"].get(str(m))) for m in milestones)
                              + f" | {short(run['first_solved']) if run['first_solved'] else '-'} | "
-                             + f"{'yes' if run['reached_vest'] else 'no'} | {cell(greedy)} |")
+                             + f"{'yes' if run['reached_vest'] else 'no'} | {cell(greedy)} | "
+                             + f"{run.get('machine') or '-'} |")
             lines.append(f"| {METHOD_LABELS[method]} | mean | | "
                          + " | ".join(cell(summary["mean_success_at"][str(m)]) for m in milestones)
                          + f" | {summary['runs_solved']} of {summary['runs']} | {summary['runs_reached_vest']} of "
-                         + f"{summary['runs']} | |")
+                         + f"{summary['runs']} | | |")
         lines.append("")
     return "\n".join(lines)
 

@@ -72,6 +72,64 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
 
 
+def write_visits(log_dir, count):
+    with open(os.path.join(log_dir, "visits_0.csv"), "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["global_step", "worker", "episode", "x", "y"])
+        writer.writerows([step, 0, 0, step, -step] for step in range(count))
+
+
+def test_runs_of_an_earlier_sitting_on_another_machine_stay_in_the_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "ARCHIVED_VISITS", 50)
+    first, report_dir, milestones = tmp_path / "machine-a", tmp_path / "report", [1_000_000, 3_000_000]
+    write_episodes(first / "runs" / "doom-icm-s0", ICM_SEED_0)
+    write_visits(first / "runs" / "doom-icm-s0", 1_000)
+    before = reproduce.report(str(first), str(report_dir), milestones, eval_episodes=0)
+    archive = report_dir / "runs" / "doom-icm-s0"
+    visits = list(csv.DictReader(open(archive / "visits_all.csv")))
+    assert len(visits) == 50 and (visits[0]["x"], visits[-1]["x"]) == ("0", "999")  # spread over the whole run
+
+    # another sitting, on a machine without the first one's run folders: an A3C run and a second ICM seed
+    second = tmp_path / "machine-b"
+    write_episodes(second / "runs" / "doom-a3c-s0", [0] * 150)
+    write_episodes(second / "runs" / "doom-icm-s1", [1] * 100)
+    after = reproduce.report(str(second), str(report_dir), milestones, eval_episodes=0)
+    icm = after["tasks"]["doom"]["icm"]
+    assert icm["seeds"]["0"] == before["tasks"]["doom"]["icm"]["seeds"]["0"]
+    assert icm["seeds"]["1"]["success_at"]["1000000"] == 1.0 and icm["runs"] == 2
+    assert icm["mean_success_at"]["1000000"] == pytest.approx(0.5)  # seed 0: 0.0 at 1M, seed 1: 1.0
+    assert after["tasks"]["doom"]["a3c"]["seeds"]["0"]["global_step"] == 1_500_000
+    curves = json.loads((report_dir / "doom" / "curves.json").read_text())
+    assert curves["success_vs_steps.png"]["ICM"]["runs"] == 2 and curves["success_vs_steps.png"]["A3C"]["runs"] == 1
+    assert curves["visits_ICM.png"]["positions"] == 50
+
+
+def test_a_run_the_report_holds_further_is_not_replaced_by_a_shorter_copy(tmp_path):
+    report_dir = tmp_path / "report"
+    write_episodes(tmp_path / "a" / "runs" / "doom-icm-s0", ICM_SEED_0)
+    reproduce.report(str(tmp_path / "a"), str(report_dir), [1_000_000], eval_episodes=0)
+    write_episodes(tmp_path / "b" / "runs" / "doom-icm-s0", ICM_SEED_0[:50])
+    results = reproduce.report(str(tmp_path / "b"), str(report_dir), [1_000_000], eval_episodes=0)
+    assert results["tasks"]["doom"]["icm"]["seeds"]["0"]["global_step"] == 3_000_000
+
+
+def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
+    report_dir = tmp_path / "report"
+    write_episodes(tmp_path / "a" / "runs" / "doom-icm-s0", ICM_SEED_0)
+    earlier = reproduce.report(str(tmp_path / "a"), str(report_dir), [1_000_000], eval_episodes=0)
+    row = earlier["tasks"]["doom"]["icm"]["seeds"]["0"]
+    row["machine"] = None  # as an earlier report's rows were, before archives
+    (report_dir / "results.json").write_text(json.dumps(earlier))
+    import shutil
+
+    shutil.rmtree(report_dir / "runs")
+    write_episodes(tmp_path / "b" / "runs" / "doomSparse-icm-s0", [0] * 20)
+    results = reproduce.report(str(tmp_path / "b"), str(report_dir), [1_000_000], eval_episodes=0)
+    assert list(results["tasks"]) == ["doom", "doomSparse"]
+    assert results["tasks"]["doom"]["icm"]["seeds"]["0"] == row
+    assert "| ICM | 0 | 3M | 0.00 | 2.98M | yes | - | - |" in (report_dir / "results.md").read_text()
+
+
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
     import numpy as np
 
