@@ -7,6 +7,7 @@ Defaults follow the original noreward-rl `constants.py`. Any field can be change
 This module must not import TensorFlow: the launcher uses it to validate flags before starting anything.
 """
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -405,6 +406,13 @@ def write_json_atomically(path, record):
     with open(temporary, "w") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     os.replace(temporary, path)
+
+
+def cluster_digest(cluster):
+    """A short hash of the cluster {"ps": [...], "worker": [...]}: the launcher on each machine and every worker
+    log it, so that a run started from different cluster files shows in the logs."""
+    canonical = json.dumps({job: list(cluster[job]) for job in ("ps", "worker")}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def check_same_run(log_dir, run_flags):

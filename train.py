@@ -11,7 +11,9 @@ This module does not import TensorFlow.
 """
 import argparse
 import collections
+import concurrent.futures
 import fcntl
+import json
 import logging
 import os
 import select
@@ -35,7 +37,9 @@ STATUS_SCRIPT = os.path.join(HERE, "status.py")  # the tmux window 'status'
 PS_BASE_PORT = 12222  # the original's ports: ps 12222, workers 12223...
 TB_BASE_PORT = 6006  # TensorBoard's own default
 PORT_STRIDE = 100  # --expId k shifts every port by k * PORT_STRIDE (TensorBoard by k)
+MAX_TASKS = PORT_STRIDE  # parameter servers and workers of one run on one machine
 MAX_WORKERS = PORT_STRIDE - 1
+REACH_TIMEOUT_SECS = 5.0  # train.py --cluster waits this long for each other machine to answer
 MAX_EXP_ID = 500  # keeps every port below 65536
 DEFAULT_NUM_WORKERS = os.cpu_count() or 1  # one worker per core: workers are CPU-bound, the PS is nearly idle
 STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
@@ -49,37 +53,190 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, lin
 DEFAULT_SESSION = "a3c"
 
 Process = collections.namedtuple("Process", ["name", "argv"])
-Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "ps_port", "worker_ports",
-                                       "tb_port"])
+Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "cluster", "tasks", "tb_port"])
 
 
 class LaunchError(Exception):
     """Something the user can fix before anything starts; printed as one line."""
 
 
-def ports_for(exp_id, num_workers):
-    ps_port = PS_BASE_PORT + PORT_STRIDE * exp_id
-    return ps_port, [ps_port + 1 + i for i in range(num_workers)], TB_BASE_PORT + exp_id
+# ---------------------------------------------------------------- the cluster
+# A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "worker": ["host:port", ...]};
+# a task is (job, index); a run's process for it is named by task_name (the tmux window, the supervisor's key).
+
+def local_cluster(exp_id, num_workers, num_ps=1):
+    """The cluster of a run on this machine alone: the parameter servers, then the workers, on 127.0.0.1."""
+    first = PS_BASE_PORT + PORT_STRIDE * exp_id
+    return {"ps": [f"127.0.0.1:{first + j}" for j in range(num_ps)],
+            "worker": [f"127.0.0.1:{first + num_ps + i}" for i in range(num_workers)]}
+
+
+def ports_for(exp_id, num_workers, num_ps=1):
+    """(parameter-server ports, worker ports, TensorBoard port) of a run on this machine alone."""
+    cluster = local_cluster(exp_id, num_workers, num_ps)
+    return ([split_address(a)[1] for a in cluster["ps"]], [split_address(a)[1] for a in cluster["worker"]],
+            TB_BASE_PORT + exp_id)
+
+
+def task_name(job, index):
+    """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"."""
+    return ("ps" if index == 0 else f"ps-{index}") if job == "ps" else f"w-{index}"
+
+
+def split_address(address):
+    """'host:port' -> (host, port) ('[::1]:2222' for IPv6); LaunchError naming the address otherwise."""
+    host, colon, port = str(address).strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or " " in host:
+        raise LaunchError(f"{address!r} is not host:port (a host name or IP address, a colon, a port 1-65535)")
+    return host, int(port)
+
+
+def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
+    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form; a "chief" list counts as the first workers,
+    as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address checked, none twice."""
+    if path:
+        try:
+            with open(path) as handle:
+                spec = json.load(handle)
+        except OSError as error:
+            raise LaunchError(f"cannot read --cluster {path} ({error.strerror})") from None
+        except ValueError as error:
+            raise LaunchError(f"--cluster {path} is not JSON ({error})") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("ps"), list) or not isinstance(
+                spec.get("chief", []) + spec.get("worker", []), list):
+            raise LaunchError(f"--cluster {path}: expected {{\"ps\": [\"host:port\", ...], \"worker\": "
+                              f"[\"host:port\", ...]}}")
+        unknown = sorted(set(spec) - {"ps", "worker", "chief"})
+        if unknown:
+            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker")
+        cluster = {"ps": spec["ps"], "worker": spec.get("chief", []) + spec.get("worker", [])}
+    else:
+        cluster = {"ps": (ps_hosts or "").split(","), "worker": (worker_hosts or "").split(",")}
+    cluster = {job: [str(address).strip() for address in addresses if str(address).strip()]
+               for job, addresses in cluster.items()}
+    for job, flag in (("ps", "parameter server"), ("worker", "worker")):
+        if not cluster[job]:
+            raise LaunchError(f"the cluster has no {flag}: give at least one {job} address")
+    if len(cluster["ps"]) + len(cluster["worker"]) > MAX_TASKS:
+        raise LaunchError(f"the cluster has more than {MAX_TASKS} tasks")
+    seen = {}
+    for job, addresses in cluster.items():
+        for index, address in enumerate(addresses):
+            host, port = split_address(address)
+            if (host, port) in seen:
+                raise LaunchError(f"{address} is given twice in the cluster ({seen[host, port]} and "
+                                  f"{task_name(job, index)})")
+            seen[host, port] = task_name(job, index)
+    return cluster
+
+
+def parse_tasks(text, cluster):
+    """--tasks 'ps:0,worker:0' -> [("ps", 0), ("worker", 0)], each a task of the cluster."""
+    tasks = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        job, colon, index = item.partition(":")
+        if job not in cluster or not colon or not index.isdigit() or int(index) >= len(cluster[job]):
+            raise LaunchError(f"--tasks {item!r}: expected job:index with job ps or worker and an index the "
+                              f"cluster has (ps 0-{len(cluster['ps']) - 1}, worker 0-{len(cluster['worker']) - 1})")
+        tasks.append((job, int(index)))
+    if not tasks:
+        raise LaunchError("--tasks names no task: give e.g. --tasks ps:0,worker:0")
+    return tasks
+
+
+def is_this_machine(host):
+    """Whether `host` names this machine: it resolves to an address a socket here can bind."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except OSError:
+        return False
+    for address in addresses:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((address, 0))
+                return True
+            except OSError:
+                continue
+    return False
+
+
+def is_loopback(host):
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def machines(cluster):
+    """{host: [task, ...]} in the order of the cluster: what each machine of the run starts."""
+    found = {}
+    for job in ("ps", "worker"):
+        for index, address in enumerate(cluster[job]):
+            found.setdefault(split_address(address)[0], []).append((job, index))
+    return found
+
+
+def local_tasks(cluster, tasks_flag=None, is_local=is_this_machine):
+    """This machine's share of the cluster: --tasks, or every task whose host is this machine."""
+    if tasks_flag:
+        return parse_tasks(tasks_flag, cluster)
+    mine = [task for host, tasks in machines(cluster).items() if is_local(host) for task in tasks]
+    if not mine:
+        raise LaunchError("no host of the cluster is this machine (" + ", ".join(machines(cluster)) + "): run "
+                          "the command on the cluster's machines, or name this machine's share with --tasks")
+    return mine
+
+
+def cluster_addresses(cluster, tasks):
+    return [(task, cluster[task[0]][task[1]]) for task in tasks]
+
+
+def check_reachable(cluster, tasks, timeout=REACH_TIMEOUT_SECS):
+    """Every other machine's tasks can be reached: a TCP connect is answered, accepted or refused (a task not
+    started yet); a host that cannot be resolved, or one that does not answer, is named in a LaunchError."""
+    others = [(task, address) for task, address in cluster_addresses(cluster, [
+        (job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]) if task not in tasks]
+
+    def answers(address):
+        host, port = split_address(address)
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return None
+        except ConnectionRefusedError:
+            return None
+        except socket.gaierror:
+            return "the name does not resolve"
+        except socket.timeout:
+            return f"no answer in {timeout:.0f} s"
+        except OSError as error:
+            return error.strerror or str(error)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(len(others), 1)) as pool:
+        problems = list(pool.map(lambda item: answers(item[1]), others))
+    for (task, address), problem in zip(others, problems):
+        if problem:
+            raise LaunchError(f"cannot reach {split_address(address)[0]} ({task_name(*task)} at {address}: "
+                              f"{problem}); check the address, the network and its firewall")
 
 
 def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, tensorboard=True, eval_every=None,
-                    eval_episodes=5, python=sys.executable, **run_flags):
-    """The processes of one run, as argv lists: ps, w-0..w-N-1, eval (with `eval_every`), tb (optional) and,
+                    eval_episodes=5, python=sys.executable, cluster=None, tasks=None, num_ps=1, **run_flags):
+    """This machine's processes of one run, as argv lists: its parameter servers and workers (`tasks` of
+    `cluster`; by default every task of a cluster of `num_ps` parameter servers and `num_workers` workers on
+    127.0.0.1), the supervisor, eval (with `eval_every`, where worker 0, the chief, runs), tb (optional) and,
     in tmux, status and htop. `run_flags` are the run's flags of constants.RUN_FLAGS (unsup="action", ...)."""
     log_dir = os.path.abspath(log_dir)
-    ps_port, worker_ports, tb_port = ports_for(exp_id, num_workers)
+    cluster = cluster or local_cluster(exp_id, num_workers, num_ps)
+    tasks = tasks or [(job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]
+    tb_port = TB_BASE_PORT + exp_id
     if run_flags.get("pretrain"):
         run_flags["pretrain"] = os.path.abspath(run_flags["pretrain"])
-    base = [python, WORKER_SCRIPT,
-            "--ps-hosts", f"127.0.0.1:{ps_port}",
-            "--worker-hosts", ",".join(f"127.0.0.1:{port}" for port in worker_ports),
-            "--log-dir", log_dir]
+    base = [python, WORKER_SCRIPT, "--ps-hosts", ",".join(cluster["ps"]), "--worker-hosts",
+            ",".join(cluster["worker"]), "--log-dir", log_dir]
     flags = constants.run_flag_argv(dict(run_flags, env_id=env_id))
-    processes = [Process("ps", base + ["--job-name", "ps", "--task", "0"] + flags)]
-    processes += [Process(f"w-{i}", base + ["--job-name", "worker", "--task", str(i)] + flags)
-                  for i in range(num_workers)]
+    processes = [Process(task_name(job, index), base + ["--job-name", job, "--task", str(index)] + flags)
+                 for job, index in sorted(tasks)]
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
-    if eval_every:
+    if eval_every and ("worker", 0) in tasks:  # it reads the checkpoints, which the chief writes
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
                                           str(eval_every), "--episodes", str(eval_episodes), "--greedy"]))
     if tensorboard:
@@ -89,12 +246,17 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
         status = [python, STATUS_SCRIPT, "--log-dir", log_dir, "--watch"]
         processes.append(Process("status", status + (["--tensorboard-port", str(tb_port)] if tensorboard else [])))
         processes.append(Process("htop", ["htop"] if shutil.which("htop") else ["top"]))
-    return Plan(session, log_dir, mode, processes, ps_port, worker_ports, tb_port if tensorboard else None)
+    return Plan(session, log_dir, mode, processes, cluster, sorted(tasks), tb_port if tensorboard else None)
+
+
+def cluster_ports(plan):
+    """The ports this machine's share of the cluster listens on."""
+    return [split_address(address)[1] for _, address in cluster_addresses(plan.cluster, plan.tasks)]
 
 
 def supervised(process):
     """Whether the supervisor starts (and restarts) `process`, rather than the launcher: the cluster's."""
-    return process.name == "ps" or process.name.startswith("w-")
+    return process.name == "ps" or process.name.startswith(("ps-", "w-"))
 
 
 def shell_line(process, plan):
@@ -120,7 +282,7 @@ def script_texts(plan):
            f"# The supervisor starts, and restarts, these ({SUPERVISED_FILE}):"]
     cmd += [f"#   {process.name}: {shlex.join(process.argv)}" for process in plan.processes if supervised(process)]
     if plan.mode == "tmux":
-        cmd.append(f"tmux new-session -d -s {shlex.quote(plan.session)} -n ps")
+        cmd.append(f"tmux new-session -d -s {shlex.quote(plan.session)} -n {plan.processes[0].name}")
         for process in plan.processes[1:]:
             cmd.append(f"tmux new-window -t {shlex.quote(plan.session)} -n {process.name}")
         for process in plan.processes:
@@ -196,8 +358,18 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Launch a distributed A3C (+ICM) run.",
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
-    add("-w", "--num-workers", type=int, default=DEFAULT_NUM_WORKERS,
-        help="worker processes (default: one per CPU core of this machine)")
+    add("-w", "--num-workers", type=int, default=None,
+        help=f"worker processes (default: one per CPU core of this machine, {DEFAULT_NUM_WORKERS} here)")
+    add("--num-ps", type=int, default=1, metavar="P", help="parameter servers; the global variables are spread "
+        "over them, balanced by size")
+    add("--cluster", metavar="FILE", help="a run across machines: the cluster as TensorFlow's ClusterSpec in JSON, "
+        '{"ps": ["host:port", ...], "worker": ["host:port", ...]}; the same command on each machine starts the '
+        "tasks whose host is that machine (or --tasks)")
+    add("--ps-hosts", metavar="HOST:PORT,...", help="the cluster's parameter servers, instead of --cluster")
+    add("--worker-hosts", metavar="HOST:PORT,...", help="the cluster's workers (worker 0, the chief, first), "
+        "instead of --cluster")
+    add("--tasks", metavar="JOB:INDEX,...", help="this machine's share of the cluster, e.g. ps:0,worker:0 "
+        "(default: the tasks whose host is this machine)")
     add("-l", "--log-dir", default=None, help="checkpoints, events, CSVs and logs (default: tmp/<env-id>)")
     add("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     add("-m", "--mode", choices=MODES, default="tmux",
@@ -211,9 +383,10 @@ def parse_args(argv=None):
         "--unsup action --noLifeReward")
     add("--envs-per-worker", type=int, default=None, metavar="K", help="environments each worker plays at once "
         "(the same as --set envs_per_worker=K; default: the preset's)")
-    add("--network", choices=NETWORKS, default="isolated", help="isolated: the parameter server and workers "
-        "run in a network namespace of their own, reachable from no other host (and from no other process of "
-        "this one); host: on this machine's network, where their ports answer on every interface")
+    add("--network", choices=NETWORKS, default=None, help="isolated (the default on one machine): the parameter "
+        "server and workers run in a network namespace of their own, reachable from no other host (and from no "
+        "other process of this one); host (the default and the only choice across machines): on this "
+        "machine's network, where their ports answer on every interface, without authentication")
     add(HOLDER_FLAG, action="store_true", help=argparse.SUPPRESS)
     add(SUPERVISE_FLAG, action="store_true", help=argparse.SUPPRESS)
     add("--allow-config-change", action="store_true", help="let a relaunch resume a run with hyper-parameters "
@@ -238,8 +411,21 @@ def parse_args(argv=None):
 
 def check_args(args):
     """Checks that touch nothing: flag values, environment id, hyper-parameters."""
+    if args.cluster and (args.ps_hosts or args.worker_hosts):
+        raise LaunchError("give the cluster once: --cluster FILE, or --ps-hosts and --worker-hosts")
+    if bool(args.ps_hosts) != bool(args.worker_hosts):
+        raise LaunchError("--ps-hosts and --worker-hosts go together (or use --cluster FILE)")
+    if has_cluster(args) and (args.num_workers is not None or args.num_ps != 1):
+        raise LaunchError("the cluster names its workers and parameter servers: leave out --num-workers and "
+                          "--num-ps with --cluster or --ps-hosts/--worker-hosts")
+    if args.tasks and not has_cluster(args):
+        raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
+    args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
     if not 1 <= args.num_workers <= MAX_WORKERS:
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
+    if not 1 <= args.num_ps <= MAX_TASKS - args.num_workers:
+        raise LaunchError(f"--num-ps must be between 1 and {MAX_TASKS - args.num_workers} with "
+                          f"{args.num_workers} workers, got {args.num_ps}")
     if args.eval_every is not None and args.eval_every < 1:
         raise LaunchError(f"--eval-every must be at least 1 global step, got {args.eval_every}")
     if args.eval_episodes < 1:
@@ -258,6 +444,19 @@ def check_args(args):
         constants.config_from_overrides(args.overrides, "paper" if args.preset == "auto" else args.preset)
     except (envs.EnvError, constants.ConfigError) as error:
         raise LaunchError(str(error)) from None
+
+
+def has_cluster(args):
+    return bool(args.cluster or args.ps_hosts or args.worker_hosts)
+
+
+def resolve_network(args, cluster):
+    """isolated or host: a cluster with another machine in it must be reachable, so runs on host."""
+    across = cluster is not None and not all(is_loopback(host) for host in machines(cluster))
+    if across and args.network == "isolated":
+        raise LaunchError("a cluster across machines needs its ports reachable from the others: --network host "
+                          "(the default with such a cluster); keep them on a private network")
+    return args.network or ("host" if across else "isolated")
 
 
 def check_relaunch(log_dir, args):
@@ -299,7 +498,7 @@ def port_in_use(port):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind(("", port))  # every interface: what TensorFlow's servers bind
         except OSError:
             return True
     return False
@@ -307,7 +506,7 @@ def port_in_use(port):
 
 def check_ports(plan, cluster=True):
     """The ports the run will open on this machine are free: TensorBoard's, and the cluster's unless isolated."""
-    ports = ([plan.ps_port] + plan.worker_ports if cluster else []) + ([plan.tb_port] if plan.tb_port else [])
+    ports = (cluster_ports(plan) if cluster else []) + ([plan.tb_port] if plan.tb_port else [])
     busy = [port for port in ports if port_in_use(port)]
     if busy:
         raise LaunchError(f"port(s) {', '.join(map(str, busy))} already in use: stop the run using them "
@@ -351,7 +550,7 @@ def run_roles(log_dir):
     for pid, argv in run_processes(log_dir).items():
         if "--job-name" in argv:
             role = argv[argv.index("--job-name") + 1]
-            found["ps" if role == "ps" else f"w-{argv[argv.index('--task') + 1]}"] = pid
+            found[task_name(role, int(argv[argv.index("--task") + 1]))] = pid
     return found
 
 
@@ -534,13 +733,19 @@ def stop_run(log_dir, session, quiet=False):
 
 
 def announce(plan, isolated):
-    print(f"Run '{plan.session}': 1 parameter server, {sum(p.name.startswith('w-') for p in plan.processes)} "
-          f"workers; logs, checkpoints and CSVs in {plan.log_dir}")
+    jobs = {job: sum(task[0] == job for task in plan.tasks) for job in ("ps", "worker")}
+    whole = len(plan.tasks) == len(plan.cluster["ps"]) + len(plan.cluster["worker"])
+    share = "" if whole else (f", this machine's share ({', '.join(task_name(*task) for task in plan.tasks)}) of "
+                              f"a cluster of {len(plan.cluster['ps'])} + {len(plan.cluster['worker'])}")
+    print(f"Run '{plan.session}': {jobs['ps']} parameter server{'s' * (jobs['ps'] != 1)}, {jobs['worker']} "
+          f"worker{'s' * (jobs['worker'] != 1)}{share}; logs, checkpoints and CSVs in {plan.log_dir}")
+    print(f"  cluster:      {constants.cluster_digest(plan.cluster)} (the same on every machine of the run)")
     if isolated:
         print("  network:      the cluster runs in a network namespace of its own: no port of it is open here")
     else:
-        print(f"  network:      the cluster's ports {plan.ps_port}-{plan.worker_ports[-1]} answer on every interface "
-              f"of this machine, without authentication: keep them behind a firewall")
+        print(f"  network:      ports {', '.join(map(str, cluster_ports(plan)))} answer on every interface of this "
+              f"machine, without authentication: keep them on a private network or behind a firewall that lets "
+              f"in only the cluster's machines")
     if plan.mode == "tmux":
         print(f"  attach:       tmux attach -t {plan.session}   (windows: "
               f"{', '.join(p.name for p in plan.processes)})")
@@ -549,6 +754,24 @@ def announce(plan, isolated):
     if plan.tb_port:
         print(f"  TensorBoard:  http://127.0.0.1:{plan.tb_port}")
     print(f"  stop:         bash {os.path.join(plan.log_dir, 'kill.sh')}")
+
+
+def dry_run_text(plan_for, cluster, network):
+    """What --dry-run prints: the commands of this machine or, for a cluster, of every machine in it."""
+    lines = []
+    if network == "isolated":
+        lines.append("# ps and w-* would run inside the run's own network namespace: nsenter --target=<pid of "
+                     "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
+    if cluster is None:
+        return "\n".join(lines + [script_texts(plan_for(None))[0]])
+    lines.append(f"# cluster {constants.cluster_digest(cluster)}: ps {', '.join(cluster['ps'])}; "
+                 f"worker {', '.join(cluster['worker'])}")
+    for host, tasks in machines(cluster).items():
+        lines.append(f"# ---- machine {host}: {', '.join(task_name(*task) for task in tasks)} (run the same "
+                     f"train.py command there: it starts the tasks whose host is that machine; or add --tasks "
+                     f"{','.join(f'{job}:{index}' for job, index in tasks)})")
+        lines.append(script_texts(plan_for(tasks))[0])
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -572,25 +795,32 @@ def main(argv=None):
     args.exp_name = args.exp_name or DEFAULT_SESSION
     try:
         check_args(args)
+        cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
+        network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
         run_flags = constants.run_flag_values(args)
-        plan = create_commands(args.exp_name, args.num_workers, run_flags.pop("env_id"), args.log_dir, args.mode,
-                               args.exp_id, args.tensorboard, args.eval_every, args.eval_episodes, **run_flags)
+        env_id = run_flags.pop("env_id")
+
+        def plan_for(tasks):
+            return create_commands(args.exp_name, args.num_workers, env_id, args.log_dir, args.mode, args.exp_id,
+                                   args.tensorboard, args.eval_every, args.eval_episodes, cluster=cluster,
+                                   tasks=tasks, num_ps=args.num_ps, **run_flags)
+
         if args.dry_run:
-            if args.network == "isolated":
-                print("# ps and w-* would run inside the run's own network namespace: nsenter --target=<pid of "
-                      "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
-            print(script_texts(plan)[0], end="")
+            print(dry_run_text(plan_for, cluster, network), end="")
             return 0
+        plan = plan_for(local_tasks(cluster, args.tasks) if cluster else None)
         check_log_dir(plan.log_dir)
         check_not_running(plan.log_dir)
-        check_ports(plan, cluster=args.network == "host")
+        if cluster:
+            check_reachable(plan.cluster, plan.tasks)
+        check_ports(plan, cluster=network == "host")
         if args.mode == "tmux":
             check_tmux(plan.session)
     except LaunchError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
-    isolated = args.network == "isolated"
+    isolated = network == "isolated"
     if isolated:
         try:
             plan = isolate(plan, start_network_holder(plan.log_dir))

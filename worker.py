@@ -162,6 +162,36 @@ def cluster_spec(ps_hosts, worker_hosts):
     return {"ps": ps_hosts.split(","), "worker": worker_hosts.split(",")}
 
 
+def describe_cluster(args):
+    """The line every process logs: the cluster's digest (train.py prints the same on each machine) and hosts."""
+    spec = cluster_spec(args.ps_hosts, args.worker_hosts)
+    return f"cluster {constants.cluster_digest(spec)}: ps {args.ps_hosts}; worker {args.worker_hosts}"
+
+
+class SizeBalanced:
+    """replica_device_setter's ps_strategy: each variable goes to the parameter server that holds the fewest bytes
+    so far. TensorFlow's default deals variables out in turn, whatever their size (its greedy byte balancer was in
+    tf.contrib, which is gone). Every worker builds the same graph in the same order, so all place alike."""
+
+    def __init__(self, num_ps):
+        self.loads = [0] * num_ps
+
+    def __call__(self, op):
+        import tensorflow as tf
+
+        shape = tf.TensorShape(op.get_attr("shape"))
+        size = (shape.num_elements() or 1) * tf.as_dtype(op.get_attr("dtype")).size
+        index = self.loads.index(min(self.loads))
+        self.loads[index] += size
+        return index
+
+
+def ps_device_setter(tf1, num_ps, worker_device):
+    """Global variables on the parameter servers (spread by size over several), everything else on this worker."""
+    return tf1.train.replica_device_setter(num_ps, worker_device=worker_device,
+                                           ps_strategy=SizeBalanced(num_ps) if num_ps > 1 else None)
+
+
 def run_flags(args):
     """The flags that define what a log directory's run is, as stored in config.json."""
     return dict(constants.recorded_run_flags(args), num_workers=len(args.worker_hosts.split(",")))
@@ -188,7 +218,8 @@ def run_ps(args):
     cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
     server = tf1.train.Server(cluster, job_name="ps", task_index=args.task,
                               config=tf1.ConfigProto(device_filters=["/job:ps"]))
-    logger.info("parameter server %d listening on %s", args.task, cluster.task_address("ps", args.task))
+    logger.info("parameter server %d listening on %s; %s", args.task, cluster.task_address("ps", args.task),
+                describe_cluster(args))
     server.join()
 
 
@@ -350,7 +381,7 @@ def run_worker(args):
     try:
         trainer = A3C(worker_envs, task, config, design_head=args.design_head,
                       env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
-                      global_device=tf1.train.replica_device_setter(1, worker_device=worker_device),
+                      global_device=ps_device_setter(tf1, len(args.ps_hosts.split(",")), worker_device),
                       local_device=worker_device, env_threads=env_threads)
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
@@ -385,7 +416,8 @@ def run_worker(args):
     episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
     heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps)
 
-    logger.info("connecting to the parameter server%s", "" if chief else " (waiting for the chief to initialise)")
+    logger.info("%s; connecting to the parameter server%s", describe_cluster(args),
+                "" if chief else " (waiting for the chief to initialise)")
     try:
         train(supervisor, saver, trainer, chief, stop_flag, server.target, session_config, summary_writer,
               episode_logger, heartbeat)

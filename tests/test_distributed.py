@@ -23,8 +23,8 @@ FAST = ["--set", "lstm_size=32", "--set", "checkpoint_secs=5"]
 def free_exp_id(num_workers, start):
     """An --expId whose parameter-server and worker ports are all free now."""
     for exp_id in range(start, train.MAX_EXP_ID):
-        ps_port, worker_ports, _ = train.ports_for(exp_id, num_workers)
-        if not any(train.port_in_use(port) for port in [ps_port] + worker_ports):
+        ps_ports, worker_ports, _ = train.ports_for(exp_id, num_workers)
+        if not any(train.port_in_use(port) for port in ps_ports + worker_ports):
             return exp_id
     raise RuntimeError("no free ports")
 
@@ -67,7 +67,7 @@ def host_address():
 def test_an_isolated_run_opens_no_port_on_this_machine(tmp_path):
     log_dir = tmp_path / "run"
     exp_id = free_exp_id(2, 470)
-    ps_port, worker_ports, _ = train.ports_for(exp_id, 2)
+    (ps_port,), worker_ports, _ = train.ports_for(exp_id, 2)
     with socket.socket() as squatter:  # the host's parameter-server port is taken: the run does not need it
         squatter.bind(("127.0.0.1", ps_port))
         squatter.listen()

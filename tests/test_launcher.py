@@ -30,10 +30,12 @@ def test_create_commands_one_ps_n_workers(mode, tmp_path):
     assert names[:6] == ["ps", "w-0", "w-1", "w-2", "supervisor", "tb"]
     assert plan.processes[4].argv[2:] == ["--supervise", "--log-dir", str(tmp_path)]
     assert ("htop" in names) == (mode == "tmux")
-    assert plan.ps_port == train.PS_BASE_PORT + 2 * train.PORT_STRIDE
-    assert plan.worker_ports == [plan.ps_port + 1, plan.ps_port + 2, plan.ps_port + 3]
+    ps_port = train.PS_BASE_PORT + 2 * train.PORT_STRIDE
+    assert plan.cluster == {"ps": [f"127.0.0.1:{ps_port}"],
+                            "worker": [f"127.0.0.1:{ps_port + i}" for i in (1, 2, 3)]}
+    assert train.cluster_ports(plan) == [ps_port, ps_port + 1, ps_port + 2, ps_port + 3]
     assert plan.tb_port == train.TB_BASE_PORT + 2
-    hosts = ",".join(f"127.0.0.1:{port}" for port in plan.worker_ports)
+    hosts = ",".join(plan.cluster["worker"])
     for i, process in enumerate(plan.processes[1:4]):
         argv = process.argv
         assert argv[argv.index("--task") + 1] == str(i) and argv[argv.index("--job-name") + 1] == "worker"
@@ -186,7 +188,7 @@ def test_pixel_baselines_need_the_universe_head(tmp_path):
 
 def test_busy_port(tmp_path):
     exp_id = 37
-    ps_port, _, _ = train.ports_for(exp_id, 1)
+    ps_port = train.ports_for(exp_id, 1)[0][0]
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", ps_port))
         holder.listen()
@@ -202,7 +204,7 @@ def test_without_a_network_namespace_the_run_falls_back_to_the_host_with_a_warni
     (fake / "unshare").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
     exp_id = 36
-    ps_port, _, _ = train.ports_for(exp_id, 1)
+    ps_port = train.ports_for(exp_id, 1)[0][0]
     with socket.socket() as holder:  # on the host the cluster's ports are checked again: this one is busy
         holder.bind(("127.0.0.1", ps_port))
         holder.listen()

@@ -98,6 +98,38 @@ def test_globals_on_ps_locals_on_worker_and_sync(cluster):
             np.testing.assert_array_equal(local, glob)
 
 
+def test_two_parameter_servers_hold_the_global_variables_split_by_size(graph):
+    import worker as worker_module
+
+    ports = free_ports(3)
+    spec = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}", f"127.0.0.1:{ports[1]}"],
+                                  "worker": [f"127.0.0.1:{ports[2]}"]})
+    servers = [tf1.train.Server(spec, job_name="ps", task_index=i) for i in (0, 1)]
+    worker = tf1.train.Server(spec, job_name="worker", task_index=0)
+    worker_device = "/job:worker/task:0/cpu:0"
+    env = envs.create_env("Corridor-v0", seed=0)
+    trainer = A3C(env, 0, constants.Config(lstm_size=16), unsup="action",
+                  global_device=worker_module.ps_device_setter(tf1, 2, worker_device), local_device=worker_device)
+    held = {0: 0, 1: 0}
+    for variable in tf1.global_variables():
+        if variable.name.startswith("local"):
+            continue
+        task = int(variable.device.split("/task:")[1].split("/")[0])
+        assert variable.device.startswith("/job:ps"), variable.name
+        held[task] += variable.shape.num_elements() * variable.dtype.size
+    assert held[0] > 0 and held[1] > 0
+    # greedy by size: the larger share exceeds the smaller by at most the largest variable's bytes (with its
+    # two Adam slots, which sit beside it)
+    largest = max(v.shape.num_elements() * v.dtype.size for v in tf1.trainable_variables())
+    assert abs(held[0] - held[1]) <= 3 * largest
+    with tf1.Session(worker.target) as session:
+        session.run(tf1.global_variables_initializer())
+        session.run(trainer.sync)
+        for local, glob in zip(session.run(trainer.local_network.var_list), session.run(trainer.network.var_list)):
+            np.testing.assert_array_equal(local, glob)
+    del servers
+
+
 def test_update_moves_globals_not_locals_and_counts_steps(graph):
     env = envs.create_env("Corridor-v0", seed=0)
     trainer = A3C(env, 0, constants.Config(lstm_size=16, learning_rate=1e-2))
