@@ -160,6 +160,108 @@ def assert_one_line_error(result, fragment):
     assert fragment in lines[0], lines[0]
 
 
+TWO_MACHINES = {"ps": ["10.9.0.1:2222"], "worker": ["10.9.0.1:2223", "10.9.0.2:2222", "10.9.0.2:2223"]}
+
+
+def write_cluster(tmp_path, spec):
+    path = tmp_path / "cluster.json"
+    path.write_text(spec if isinstance(spec, str) else json.dumps(spec))
+    return str(path)
+
+
+def test_dry_run_of_a_cluster_prints_each_machines_commands_with_the_files_addresses(tmp_path):
+    result = run_train("--cluster", write_cluster(tmp_path, TWO_MACHINES), "--dry-run", "--env-id", "CartPole-v1",
+                       "--mode", "nohup", "--log-dir", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    sections = result.stdout.split("# ---- machine ")[1:]
+    assert [section.split(":")[0] for section in sections] == ["10.9.0.1", "10.9.0.2"]
+    roles = [[line.split(":")[0].strip("# ") for line in section.splitlines() if line.startswith("#   ")]
+             for section in sections]
+    assert roles == [["ps", "w-0"], ["w-1", "w-2"]]
+    workers = [line for line in result.stdout.splitlines() if line.startswith("#   ")]
+    assert len(workers) == 4 and all(
+        "--ps-hosts 10.9.0.1:2222 --worker-hosts 10.9.0.1:2223,10.9.0.2:2222,10.9.0.2:2223" in line
+        for line in workers)
+    assert "--tasks worker:1,worker:2" in sections[1]
+    assert f"cluster {constants.cluster_digest(TWO_MACHINES)}" in result.stdout
+    assert "network namespace" not in result.stdout  # across machines the ports must be reachable
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("{not json", "is not JSON"),
+    ({"worker": ["a:1"]}, "expected {\"ps\""),
+    ({"ps": [], "worker": ["a:1"]}, "the cluster has no parameter server"),
+    ({"ps": ["a:1"], "worker": ["a:1"]}, "a:1 is given twice in the cluster (ps and w-0)"),
+    ({"ps": ["a:99999"], "worker": ["b:1"]}, "'a:99999' is not host:port"),
+    ({"ps": ["a"], "worker": ["b:1"]}, "'a' is not host:port"),
+    ({"ps": ["a:1"], "worker": ["b:1"], "evaluator": ["c:1"]}, "unknown job(s) evaluator"),
+])
+def test_a_bad_cluster_file_gets_one_line(tmp_path, spec, fragment):
+    result = run_train("--cluster", write_cluster(tmp_path, spec), "--dry-run", "--log-dir", str(tmp_path / "r"))
+    assert_one_line_error(result, fragment)
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--cluster", "/nonexistent/cluster.json"], "cannot read --cluster /nonexistent/cluster.json"),
+    (["--ps-hosts", "a:1"], "--ps-hosts and --worker-hosts go together"),
+    (["--ps-hosts", "a:1", "--worker-hosts", "b:1", "--num-workers", "3"], "leave out --num-workers"),
+    (["--tasks", "ps:0"], "--tasks picks this machine's share of a cluster"),
+    (["--ps-hosts", "10.9.0.1:1", "--worker-hosts", "10.9.0.2:1", "--network", "isolated"],
+     "a cluster across machines needs its ports reachable"),
+    (["--num-ps", "0"], "--num-ps must be between 1 and"),
+])
+def test_bad_cluster_flags_get_one_line(tmp_path, flags, fragment):
+    assert_one_line_error(run_train(*flags, "--dry-run", "--log-dir", str(tmp_path / "r")), fragment)
+
+
+def test_each_machine_starts_the_tasks_whose_host_it_is_or_those_named():
+    cluster = train.read_cluster(ps_hosts="10.9.0.1:2222", worker_hosts="10.9.0.1:2223,10.9.0.2:2222")
+    assert train.local_tasks(cluster, is_local=lambda host: host == "10.9.0.2") == [("worker", 1)]
+    assert train.local_tasks(cluster, is_local=lambda host: host == "10.9.0.1") == [("ps", 0), ("worker", 0)]
+    assert train.local_tasks(cluster, "ps:0, worker:1") == [("ps", 0), ("worker", 1)]
+    for bad in ("worker:2", "chief:0", "ps", "ps:x"):
+        with pytest.raises(train.LaunchError, match="--tasks"):
+            train.local_tasks(cluster, bad)
+    with pytest.raises(train.LaunchError, match="no host of the cluster is this machine"):
+        train.local_tasks(cluster, is_local=lambda host: False)
+    assert train.is_this_machine("127.0.0.1") and train.is_this_machine("localhost")
+    assert not train.is_this_machine("no-such-host.invalid")
+
+
+def test_a_cluster_file_in_tf_configs_form_has_the_chief_as_worker_0(tmp_path):
+    cluster = train.read_cluster(write_cluster(tmp_path, {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}))
+    assert cluster == {"ps": ["p:1"], "worker": ["c:1", "w:1"]}
+
+
+def test_another_machine_that_does_not_answer_is_named_before_anything_starts(tmp_path):
+    with socket.socket() as listening, socket.socket() as closed, socket.socket() as full:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: a connect is refused, as by a task not started yet
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)  # its queue holds one connection; then the kernel drops connects: no answer, as a firewall
+        held = socket.create_connection(full.getsockname(), timeout=2)
+        up, down, silent = (f"127.0.0.1:{sock.getsockname()[1]}" for sock in (listening, closed, full))
+        cluster = {"ps": [up], "worker": ["127.0.0.1:1", down]}
+        train.check_reachable(cluster, [("worker", 0)], timeout=2.0)  # answered and refused: both reachable
+        cluster["worker"].append(silent)
+        with pytest.raises(train.LaunchError, match=f"cannot reach 127.0.0.1 \\(w-2 at {silent}: no answer in 1 s"):
+            train.check_reachable(cluster, [("worker", 0)], timeout=1.0)
+        held.close()
+    ps_port = train.ports_for(free_exp_id_for_test(), 1)[0][0]
+    result = run_train("--ps-hosts", f"127.0.0.1:{ps_port}", "--worker-hosts", "no-such-host.invalid:9", "--tasks",
+                       "ps:0", "--mode", "nohup", "--log-dir", str(tmp_path / "r"), "--env-id", "CartPole-v1")
+    assert_one_line_error(result, "cannot reach no-such-host.invalid (w-0 at no-such-host.invalid:9: the name "
+                                  "does not resolve)")
+    assert not train.run_processes(str(tmp_path / "r"))
+
+
+def free_exp_id_for_test():
+    return next(exp_id for exp_id in range(300, train.MAX_EXP_ID)
+                if not train.port_in_use(train.ports_for(exp_id, 1)[0][0]))
+
+
 def test_unknown_env_id(tmp_path):
     result = run_train("--env-id", "NoSuchGame-v9", "--log-dir", str(tmp_path), "--dry-run")
     assert_one_line_error(result, "unknown environment id 'NoSuchGame-v9'; supported:")
