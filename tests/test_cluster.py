@@ -1,0 +1,125 @@
+"""One run across two machines, simulated on this one: two network namespaces joined by a virtual Ethernet
+pair, each with its own address. Machine A runs the parameter server and worker 0 (the chief), machine B
+worker 1; each side is started by the same `train.py --cluster cluster.json` command, which picks its share by
+address. Needs root (to make namespaces) and iproute2; skipped with the reason where either is missing."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import constants
+import supervise
+import train
+from conftest import ROOT
+from test_distributed import FAST, checkpoint_step, episodes, wait_for
+
+SUBNET = "10.231.{}.{}"
+
+
+def sh(*argv):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def two_machines():
+    """{"a": address, "b": address} of two namespaces joined by a veth pair; removed afterwards."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 (ip) to make network namespaces")
+    tag = os.getpid() % 10000
+    names = {side: f"ca-test-{tag}-{side}" for side in "ab"}
+    links = {side: f"ca{tag}{side}" for side in "ab"}  # interface names: at most 15 characters
+    addresses = {side: SUBNET.format(tag % 250, index) for index, side in enumerate("ab", 1)}
+    made = sh("ip", "netns", "add", names["a"])
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a network namespace: {made.stderr.strip()}")
+    try:
+        steps = [("ip", "netns", "add", names["b"]),
+                 ("ip", "link", "add", links["a"], "type", "veth", "peer", "name", links["b"])]
+        for side in "ab":
+            steps += [("ip", "link", "set", links[side], "netns", names[side]),
+                      ("ip", "-n", names[side], "addr", "add", f"{addresses[side]}/24", "dev", links[side]),
+                      ("ip", "-n", names[side], "link", "set", links[side], "up"),
+                      ("ip", "-n", names[side], "link", "set", "lo", "up")]
+        for step in steps:
+            result = sh(*step)
+            assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
+        yield {"names": names, **addresses}
+    finally:
+        for side in "ab":
+            sh("ip", "netns", "delete", names[side])  # takes its end of the veth pair with it
+
+
+def start(machine, cluster_file, log_dir, max_steps):
+    argv = ["ip", "netns", "exec", machine, sys.executable, os.path.join(ROOT, "train.py"), "--cluster",
+            cluster_file, "--mode", "child", "--env-id", "CartPole-v1", "--log-dir", str(log_dir),
+            "--no-tensorboard", "--set", f"max_global_steps={max_steps}", *FAST]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def kill_everything(launchers, log_dirs):
+    pids = [launcher.pid for launcher in launchers]
+    for log_dir in log_dirs:
+        pids += list(train.run_processes(str(log_dir)))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for launcher in launchers:
+        launcher.wait(timeout=30)
+    wait_for(lambda: not any(train.run_processes(str(log_dir)) for log_dir in log_dirs), 30, "every process gone")
+
+
+def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_are_killed(two_machines, tmp_path):
+    a, b = two_machines["a"], two_machines["b"]
+    spec = {"ps": [f"{a}:2222"], "worker": [f"{a}:2223", f"{b}:2222"]}
+    cluster_file = tmp_path / "cluster.json"
+    cluster_file.write_text(json.dumps(spec))
+    log_a, log_b = tmp_path / "machine-a", tmp_path / "machine-b"
+    names = two_machines["names"]
+    launchers = [start(names["a"], str(cluster_file), log_a, 10**8),
+                 start(names["b"], str(cluster_file), log_b, 10**8)]
+    try:
+        beat = lambda log_dir, task: supervise.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
+        wait_for(lambda: beat(log_a, 0).get("state") == "training" and beat(log_b, 1).get("state") == "training"
+                 and (checkpoint_step(log_a) or 0) > 0 and os.path.exists(log_b / "episodes_1.csv"), 240,
+                 "both machines training and a checkpoint on machine A")
+        # each machine started its own share, and logs it: A the ps and the chief, B worker 1
+        assert set(train.run_roles(str(log_a))) == {"ps", "w-0"} and set(train.run_roles(str(log_b))) == {"w-1"}
+        assert not os.path.exists(log_b / "train"), "only the chief, on machine A, writes checkpoints"
+        digest = constants.cluster_digest(spec)
+        assert f"cluster {digest}" in (log_b / "w-1.out").read_text()
+        assert f"cluster {digest}" in (log_a / "w-0.out").read_text()
+        kill_everything(launchers, [log_a, log_b])
+    finally:
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+        for log_dir in (log_a, log_b):
+            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+    saved = checkpoint_step(log_a)
+    played_before = len(episodes(log_b, 1))
+
+    target = saved + 2000
+    launchers = [start(names["a"], str(cluster_file), log_a, target),
+                 start(names["b"], str(cluster_file), log_b, target)]
+    try:
+        outputs = [launcher.communicate(timeout=300)[0] for launcher in launchers]
+    finally:
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+    for launcher, output in zip(launchers, outputs):
+        assert launcher.returncode == 0, output
+        assert f"cluster:      {digest}" in output
+    assert "this machine's share (w-1) of a cluster of 1 + 2" in outputs[1]
+    log = (log_a / "w-0.out").read_text()
+    assert "resuming from" in log and int(log.split("training from global step ")[-1].split()[0]) >= saved
+    assert checkpoint_step(log_a) >= target
+    later = episodes(log_b, 1)[played_before:]
+    assert later and max(int(row["global_step"]) for row in later) > saved, "worker 1 trained after the resume"
+    assert not train.run_processes(str(log_a)) and not train.run_processes(str(log_b))
