@@ -71,7 +71,8 @@ def collect(log_dir, now=None, stale_seconds=STALE_SECONDS):
     processes = supervisor.get("processes", {})
     for worker in workers:
         worker["restarts"] = processes.get(f"w-{worker['task']}", {}).get("restarts", 0)
-    status["ps_restarts"] = processes.get("ps", {}).get("restarts", 0)
+    status["ps_restarts"] = sum(record.get("restarts", 0) for name, record in processes.items()
+                                if name == "ps" or name.startswith("ps-"))
     if supervisor.get("outcome"):
         status["outcome"] = supervisor["outcome"][1]
     evaluations = read_rows(os.path.join(log_dir, "eval.csv"))
@@ -106,7 +107,7 @@ def render(status, tensorboard_port=None):
                      f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
                      f"{worker.get('restarts', 0):>10}{worker['age']:>12.0f} s ago{note}")
     if status.get("ps_restarts"):
-        lines.append(f"the parameter server was restarted {status['ps_restarts']} time(s)")
+        lines.append(f"the parameter server(s) restarted {status['ps_restarts']} time(s)")
     if status.get("outcome"):
         lines.append(f"run over: {status['outcome']}")
     if not status["workers"]:

@@ -215,6 +215,19 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
 
 
+def test_two_parameter_servers_train_and_checkpoint(tmp_path):
+    log_dir = tmp_path / "run"
+    exp_id = free_exp_id(3, 440)  # two parameter servers and two workers: four ports
+    result = launch(log_dir, 2000, exp_id, "--num-ps", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 parameter servers, 2 workers" in result.stdout
+    assert checkpoint_step(log_dir) >= 2000
+    for name, task in (("ps", 0), ("ps-1", 1)):
+        assert f"parameter server {task} listening" in (log_dir / f"{name}.out").read_text()
+    saved = {name for name, _ in tf1.train.list_variables(os.path.join(log_dir, "train"))}
+    assert "global/global_step" in saved and len(saved) > 10  # one checkpoint, gathered from both
+
+
 def tmux_windows(session):
     out = subprocess.run(["tmux", "list-windows", "-t", session, "-F", "#{window_name}"], capture_output=True,
                          text=True)
