@@ -135,8 +135,13 @@ def test_the_scheduler_examples_start_worker_py_with_flags_it_takes(monkeypatch)
     with open(os.path.join(ROOT, "examples", "tfjob.yaml")) as handle:
         commands = [json.loads(found) for found in re.findall(r"command: (\[.*?\])", handle.read(), re.S)]
     with open(os.path.join(ROOT, "examples", "slurm.sbatch")) as handle:
-        srun = handle.read().split("\nsrun ", 1)[1].replace("\\\n", " ").splitlines()[0]
-    commands.append(shlex.split(srun.replace('"$LOG_DIR"', "logs"))[1:])  # after srun's own option
+        script = handle.read()
+    srun = script.split("\nsrun ", 1)[1].replace("\\\n", " ").splitlines()[0].rstrip(" &")
+    defaults = dict(re.findall(r"^(\w+)=\$\{\1:-(.*)\}$", script, re.M))  # VAR=${VAR:-default}
+    assert set(defaults) >= {"LOG_DIR", "ENV_ID", "MAX_STEPS", "PYTHON"}
+    for name, value in defaults.items():
+        srun = srun.replace(f'"${name}"', value)
+    commands.append(shlex.split(srun)[1:])  # after srun's own option
     assert len(commands) == 3
     for command in commands:
         assert command[:2] == ["python", "worker.py"]
