@@ -19,7 +19,8 @@ import scipy.signal
 import tensorflow as tf
 
 from constants import CURIOSITY_CHOICES
-from envs import GAME_METRICS, VISITS_HEADER, GameRecord
+import logdir
+from envs import GAME_METRICS, GameRecord
 from model import LSTMPolicy, StateActionPredictor, StatePredictor
 
 tf1 = tf.compat.v1
@@ -30,7 +31,6 @@ QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop requ
 ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
-PARTIAL_ROW_SCAN_BYTES = 4096  # cut_partial_line reads the CSV's tail back in steps of this many bytes
 
 
 # ---------------------------------------------------------------- numpy: returns and advantages
@@ -462,46 +462,6 @@ def a3c_losses(logits, values, actions, advantages, returns):
 
 # ---------------------------------------------------------------- the trainer
 
-def cut_partial_line(path):
-    """A CSV whose writer was killed mid-row ends without a newline: cut that partial row before appending,
-    or the next row would be glued to it. Complete rows are kept; only the file's tail is read."""
-    if not os.path.exists(path):
-        return
-    with open(path, "rb+") as handle:
-        end = handle.seek(0, os.SEEK_END)
-        keep = end
-        while keep > 0:
-            start = max(0, keep - PARTIAL_ROW_SCAN_BYTES)
-            handle.seek(start)
-            chunk = handle.read(keep - start)
-            if keep == end and chunk.endswith(b"\n"):
-                return
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            keep = start
-        handle.truncate(keep)
-    logger.warning("%s ended in a partial row (the process was killed while writing it): cut %d bytes",
-                   path, end - keep)
-
-
-def keep_earlier_format(path, columns):
-    """A CSV written by an older version with other columns is moved aside (episodes_<i>.before-<n>.csv, still
-    read by plots.py and status.py), so that appending cannot misalign its rows."""
-    if not os.path.exists(path):
-        return
-    with open(path, newline="") as handle:
-        header = next(csv.reader(handle), None)
-    if header is not None and header != columns:
-        stem, suffix = os.path.splitext(path)
-        index = 1
-        while os.path.exists(f"{stem}.before-{index}{suffix}"):
-            index += 1
-        os.replace(path, f"{stem}.before-{index}{suffix}")
-        logger.info("%s had other columns; moved it to %s.before-%d%s", path, stem, index, suffix)
-
-
 class EpisodeLogger:
     """Writes each finished episode to TensorBoard (`global/episode_*`) and to `episodes_<task>.csv`."""
 
@@ -511,19 +471,19 @@ class EpisodeLogger:
                  "position_x": "global/POSITION_X", "position_y": "global/POSITION_Y"}  # the original's tags
 
     def __init__(self, log_dir, task, summary_writer, global_step_fn):
-        self.path = os.path.join(log_dir, f"episodes_{task}.csv")
+        self.path = logdir.episodes_csv(log_dir, task)
         self.task = task
         self.summary_writer = summary_writer
         self.global_step_fn = global_step_fn
-        cut_partial_line(self.path)
-        keep_earlier_format(self.path, self.COLUMNS)
+        logdir.cut_partial_line(self.path)
+        logdir.keep_earlier_format(self.path, self.COLUMNS)
         is_new = not os.path.exists(self.path)
         self.file = open(self.path, "a", newline="")  # appended on resume: earlier episodes are kept
         self.writer = csv.writer(self.file)
         if is_new:
             self.writer.writerow(self.COLUMNS)
             self.file.flush()
-        self.visits_path = os.path.join(log_dir, f"visits_{task}.csv")
+        self.visits_path = logdir.visits_csv(log_dir, task)
         self.visits_file = None  # opened at the first episode with positions
         self.episodes = 0
 
@@ -552,11 +512,11 @@ class EpisodeLogger:
 
     def _write_visits(self, global_step, visits):
         if self.visits_file is None:
-            cut_partial_line(self.visits_path)
+            logdir.cut_partial_line(self.visits_path)
             is_new = not os.path.exists(self.visits_path)
             self.visits_file = open(self.visits_path, "a", newline="")
             if is_new:
-                self.visits_file.write(VISITS_HEADER)
+                self.visits_file.write(logdir.VISITS_HEADER)
         self.visits_file.writelines(f"{global_step},{self.task},{self.episodes},{x:.1f},{y:.1f}\n" for x, y in visits)
         self.visits_file.flush()
 

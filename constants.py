@@ -11,11 +11,17 @@ import hashlib
 import json
 import os
 import time
+
+import logdir
 from dataclasses import dataclass, field, fields
 
 
 class ConfigError(ValueError):
     """A hyper-parameter override or value that cannot be used; the message says which and why."""
+
+
+class UsageError(Exception):
+    """A problem the user can fix (a corrupt or mismatched checkpoint, a missing run); one line, exit status 2."""
 
 
 def _param(default, doc):
@@ -297,33 +303,9 @@ def recorded_run_flags(args):
     """The run's flags that config.json records as what the run is."""
     return {flag.name: getattr(args, flag.name) for flag in RUN_FLAGS if flag.recorded}
 
-CONFIG_FILE = "config.json"
-CHECKPOINT_SUBDIR = "train"  # <log-dir>/train: TensorFlow's checkpoints and their `checkpoint` index file
-
-
-def latest_checkpoint(log_dir):
-    """(path prefix, bytes of its files) of the checkpoint the run would resume from, or (None, 0); read
-    from TensorFlow's `checkpoint` index file without TensorFlow, for the supervisor and the launcher."""
-    train_dir = os.path.join(log_dir, CHECKPOINT_SUBDIR)
-    try:
-        with open(os.path.join(train_dir, "checkpoint")) as handle:
-            first = handle.readline()
-    except OSError:
-        return None, 0
-    if not first.startswith("model_checkpoint_path:"):
-        return None, 0
-    prefix = os.path.join(train_dir, os.path.basename(first.split(":", 1)[1].strip().strip('"')))
-    try:
-        size = sum(os.path.getsize(os.path.join(train_dir, name)) for name in os.listdir(train_dir)
-                   if name.startswith(os.path.basename(prefix) + "."))
-    except OSError:
-        return None, 0
-    return prefix, size
-
-
 def read_run_config(log_dir):
     """The `config.json` of an earlier run in `log_dir`, or None if there is none."""
-    path = os.path.join(log_dir, CONFIG_FILE)
+    path = os.path.join(log_dir, logdir.CONFIG)
     if not os.path.exists(path):
         return None
     try:
@@ -387,25 +369,7 @@ def record_config_change(log_dir, config, changes):
     record.setdefault("changes", []).append({
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "values": {name: [before, after] for name, (before, after) in changes.items()}})
-    write_json_atomically(os.path.join(log_dir, CONFIG_FILE), record)
-
-
-def read_json(path):
-    """A JSON file the run writes (heartbeats, the supervisor's record, config.json), or None if it is missing
-    or unreadable; readers poll these while they are rewritten."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def write_json_atomically(path, record):
-    """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
-    os.replace(temporary, path)
+    logdir.write_json_atomically(os.path.join(log_dir, logdir.CONFIG), record)
 
 
 def cluster_digest(cluster):

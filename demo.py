@@ -32,19 +32,17 @@ import numpy as np  # noqa: E402
 
 import constants  # noqa: E402
 import envs  # noqa: E402
-import status  # noqa: E402
-from constants import CHECKPOINT_SUBDIR  # noqa: E402
-from worker import UsageError, checkpoint_shapes, import_tf  # noqa: E402
+import logdir  # noqa: E402
+from constants import UsageError  # noqa: E402
+from logdir import checkpoint_shapes, import_tf  # noqa: E402
 
 logger = logging.getLogger("demo")
 
 PLAYBACK_FPS = {"doom": 35 / envs.DOOM_ACTION_REPEAT, "mario": 60 / envs.MARIO_ACTION_REPEAT, "atari": 15}
 SIGNAL_UPSCALE = 4  # the 42x42 inputs are drawn 4 times larger in the signal video
 SNAPSHOT_TRIES = 5  # the chief may delete the oldest checkpoint while we copy it: then take the newest again
-EVAL_FILE = "eval.csv"
 EVAL_COLUMNS = ["global_step", "wall_time", "episodes", "mean_reward", "min_reward", "max_reward", "success_rate",
                 "mean_distance", "checkpoint"]
-BEST_SUBDIR = "best"
 NO_CHECKPOINT = ("no checkpoint in {} yet: the chief saves every 30 s after it starts; wait, or pass --random for "
                  "the random baseline")
 
@@ -68,7 +66,7 @@ def parse_args(argv=None):
     add("--seed", type=int, default=0)
     add("--out", default=None, help="folder for summary.json and videos (default: <log-dir>/demo)")
     add("--watch", action="store_true", help="keep evaluating each new checkpoint --every global steps, appending "
-        f"to <log-dir>/{EVAL_FILE} and keeping the best checkpoint in <log-dir>/{BEST_SUBDIR}")
+        f"to <log-dir>/{logdir.EVAL} and keeping the best checkpoint in <log-dir>/{logdir.BEST}")
     add("--every", type=int, default=100000, help="with --watch: global steps between evaluations")
     add("--poll-seconds", type=float, default=5.0, help="with --watch: how often to look for a new checkpoint")
     args = parser.parse_args(argv)
@@ -86,7 +84,7 @@ def run_settings(log_dir):
     """(run flags, hyper-parameters Config) from the run's config.json."""
     record = constants.read_run_config(log_dir)
     if record is None:
-        raise UsageError(f"{log_dir} has no {constants.CONFIG_FILE}: is it a run's log directory? A run writes "
+        raise UsageError(f"{log_dir} has no {logdir.CONFIG}: is it a run's log directory? A run writes "
                          "it when its workers start (for the random baseline alone, give --random --env-id ID)")
     config = constants.apply_overrides(constants.Config(), [f"{key}={value}" for key, value in
                                                            record["hyperparameters"].items()])
@@ -243,7 +241,7 @@ def write_visits(path, episodes):
     rows = [(index, x, y) for index, episode in enumerate(episodes, 1) for x, y in episode.pop("visits")]
     if rows:
         with open(path, "w") as handle:
-            handle.write(envs.VISITS_HEADER)
+            handle.write(logdir.VISITS_HEADER)
             handle.writelines(f"0,0,{index},{x:.1f},{y:.1f}\n" for index, x, y in rows)
 
 
@@ -297,7 +295,7 @@ def play(args):
     out = args.out or os.path.join(args.log_dir, "demo")
     os.makedirs(out, exist_ok=True)
     env = make_env(args, run, args.record)
-    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    train_dir = logdir.checkpoints_dir(args.log_dir)
     if not args.random and not args.checkpoint and not os.path.exists(os.path.join(train_dir, "checkpoint")):
         raise UsageError(NO_CHECKPOINT.format(train_dir))  # said before TensorFlow's start-up noise
     with tempfile.TemporaryDirectory() as scratch:
@@ -329,7 +327,7 @@ def main(argv=None):
         else:
             play(args)
         return 0
-    except (UsageError, constants.ConfigError, envs.EnvError) as error:
+    except (UsageError, logdir.UnreadableCheckpoint, constants.ConfigError, envs.EnvError) as error:
         print(f"demo.py: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # an output folder that cannot be written
@@ -358,11 +356,11 @@ def watch(args):
     while constants.read_run_config(args.log_dir) is None:  # started with the workers, before they write it
         time.sleep(args.poll_seconds)
     run, config = run_settings(args.log_dir)
-    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
-    out = args.out or os.path.join(args.log_dir, "eval")
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    out = args.out or os.path.join(args.log_dir, logdir.EVAL_EVENTS)
     os.makedirs(out, exist_ok=True)
-    eval_path = os.path.join(args.log_dir, EVAL_FILE)
-    earlier = status.read_rows(eval_path)
+    eval_path = os.path.join(args.log_dir, logdir.EVAL)
+    earlier = logdir.read_rows(eval_path)
     last_step = max((int(row["global_step"]) for row in earlier), default=None)
     best = max((float(row["mean_reward"]) for row in earlier), default=-np.inf)
     env = make_env(args, run, args.record)
@@ -381,7 +379,7 @@ def watch(args):
                 write_eval_summaries(tf1, writer, step, summary)
                 if summary["mean_reward"] > best:
                     best = summary["mean_reward"]
-                    keep_best(tf1, checkpoint, os.path.join(args.log_dir, BEST_SUBDIR), summary, step)
+                    keep_best(tf1, checkpoint, os.path.join(args.log_dir, logdir.BEST), summary, step)
             logger.info("global step %d: mean reward %.4g over %d episodes (best %.4g)", step,
                         summary["mean_reward"], summary["episodes"], best)
             last_step = step

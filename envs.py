@@ -40,7 +40,6 @@ STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a 
 # What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
 GAME_METRICS = ("success", "distance", "position_x", "position_y")
 VISIT_EVERY = 4  # where the game reports a position, one in this many steps is logged for visitation maps
-VISITS_HEADER = "global_step,worker,episode,x,y\n"  # visits_<i>.csv (workers) and visits.csv (demo.py)
 
 FAMILIES = ("doom", "mario", "atari", "gymnasium")
 MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py"}

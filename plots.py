@@ -5,7 +5,7 @@
     python plots.py icm=tmp/icm-s0,tmp/icm-s1,tmp/icm-s2 a3c=tmp/a3c-s0,tmp/a3c-s1 --out tmp/plots
 
 Each argument is a configuration: LABEL=DIR[,DIR...] (several seeds of it) or a single DIR (labelled by its
-name). Seeds of one configuration are drawn as their mean with the min-max band, configurations side by side,
+name); a run across machines is its machines' directories joined by '+' (a/run+b/run), read as one run. Seeds of one configuration are drawn as their mean with the min-max band, configurations side by side,
 like the paper's Figure 5. Writes into --out:
   reward_vs_steps.png, reward_vs_time.png  the game's reward per episode (moving average) against global steps
                                            and against wall-clock minutes
@@ -18,7 +18,6 @@ like the paper's Figure 5. Writes into --out:
 Figures with nothing to show (no bonus, no success column, ...) are skipped and say so.
 """
 import argparse
-import glob
 import json
 import os
 import sys
@@ -26,7 +25,7 @@ import sys
 import numpy as np
 
 import envs
-import status
+import logdir
 
 FIGURE_SIZE = (8, 5)  # inches; at DPI below: 800x500 pixels
 DPI = 100
@@ -35,14 +34,15 @@ VISIT_CELL = 16.0  # map units per heatmap cell
 
 
 def parse_groups(specs):
-    """['icm=a,b', 'c'] -> {'icm': ['a', 'b'], 'c': ['c']}; PlotError for a folder that is not a run."""
+    """['icm=a,b', 'c'] -> {'icm': ['a', 'b'], 'c': ['c']} ('a+b': one run in two directories); PlotError for a
+    folder that is not a run."""
     groups = {}
     for spec in specs:
         label, _, dirs = spec.rpartition("=") if "=" in spec else (None, "", spec)
         dirs = [path for path in dirs.split(",") if path]
-        label = label or os.path.basename(os.path.normpath(dirs[0]))
-        for path in dirs:
-            if not glob.glob(os.path.join(path, "episodes_*.csv")) and not glob.glob(os.path.join(path, "visits*.csv")):
+        label = label or os.path.basename(os.path.normpath(logdir.as_dirs(dirs[0])[0]))
+        for path in (path for run in dirs for path in logdir.as_dirs(run)):
+            if not logdir.has_run_files(path):
                 raise PlotError(f"{path} has no episodes_*.csv or visits*.csv: is it a run's --log-dir?")
         groups[label] = dirs
     return groups
@@ -52,20 +52,9 @@ class PlotError(ValueError):
     pass
 
 
-def read_csvs(pattern):
-    return [row for path in sorted(glob.glob(pattern)) for row in status.read_rows(path)]
-
-
-def episode_rows(log_dir, column):
-    """The run's episode rows that have a value in `column`, ordered by global step (then by time)."""
-    rows = [row for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")) if row.get(column, "") != ""]
-    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
-    return rows
-
-
 def episode_series(log_dir, column, smooth):
     """(global steps, wall minutes, trailing mean of `column` over `smooth` episodes) of one run, by step."""
-    rows = episode_rows(log_dir, column)
+    rows = logdir.episode_rows(log_dir, column)
     if not rows:
         return None
     steps = np.array([int(row["global_step"]) for row in rows], float)
@@ -132,7 +121,7 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
 
 
 def eval_series(log_dir):
-    rows = read_csvs(os.path.join(log_dir, "eval.csv"))
+    rows = logdir.eval_rows(log_dir)
     if not rows:
         return None
     steps = np.array([int(row["global_step"]) for row in rows], float)
@@ -148,9 +137,7 @@ def visits_figure(label, dirs, path):
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
-    rows = []
-    for log_dir in dirs:
-        rows += read_csvs(os.path.join(log_dir, "visits*.csv"))
+    rows = [row for run in dirs for row in logdir.visit_rows(run)]
     if not rows:
         return None
     points = np.array([[float(row["x"]), float(row["y"])] for row in rows])
@@ -179,9 +166,9 @@ def visits_figure(label, dirs, path):
 
 def doom_walls(dirs):
     """MyWayHome's wall segments when the runs are on one of its variants, else None."""
-    for log_dir in dirs:
-        run = (status.read_json(os.path.join(log_dir, "config.json")) or {}).get("run", {})
-        summary = status.read_json(os.path.join(log_dir, "summary.json")) or {}  # demo.py's output folder
+    for log_dir in (path for run in dirs for path in logdir.as_dirs(run)):
+        run = logdir.run_config(log_dir).get("run", {})
+        summary = logdir.read_json(os.path.join(log_dir, "summary.json")) or {}  # demo.py's output folder
         if (run.get("env_id") or summary.get("env_id")) in envs.DOOM_VARIANTS:
             return envs.doom_map().walls
     return None
@@ -219,7 +206,7 @@ def make_plots(groups, out, smooth):
 
 
 def has_bonus(log_dir):
-    return any(float(row["bonus"]) != 0.0 for row in read_csvs(os.path.join(log_dir, "episodes_*.csv")))
+    return any(float(row["bonus"]) != 0.0 for row in logdir.rows_of(log_dir, "episodes_*.csv"))
 
 
 def main(argv=None):

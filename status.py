@@ -4,56 +4,44 @@
     python status.py --log-dir tmp/doom            # print once
     python status.py --log-dir tmp/doom --watch    # refresh every 2 s (the tmux window 'status' runs this)
 
+    python status.py --log-dir a/run b/run         # a run across machines: each machine's log dir, as one run
+
 Reads what the run writes anyway: each worker's heartbeat (<log-dir>/status_<i>.json, rewritten every 2 s
-while it trains), the episode CSVs, eval.csv and config.json. A worker whose heartbeat is older than
+while it trains), the episode CSVs, eval.csv and config.json (logdir.py). A worker whose heartbeat is older than
 --stale-seconds is marked STALE: hung, or dead. Imports no TensorFlow, so it starts at once.
 """
 import argparse
-import csv
-import glob
 import os
 import sys
 import time
 
-from constants import read_json
+import logdir
 
 RECENT_EPISODES = 20  # the recent mean reward and bonus are over this many latest episodes of all workers
 STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (workers beat every 2 s; an update
 #                       of a slow game can take a few seconds, a checkpoint save longer)
 
 
-def read_rows(path):
-    """The complete rows of a CSV the run writes; a row cut short (a process killed mid-write) is left out."""
-    try:
-        with open(path, newline="") as handle:
-            return [row for row in csv.DictReader(handle) if None not in row and None not in row.values()]
-    except OSError:
-        return []
-
-
-def collect(log_dir, now=None, stale_seconds=STALE_SECONDS):
-    """Everything the view shows, as a dict (pure apart from reading the log directory)."""
+def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
+    """Everything the view shows, as a dict (pure apart from reading the run's directories: one, or one per
+    machine of a run across machines)."""
     now = time.time() if now is None else now
-    config = read_json(os.path.join(log_dir, "config.json")) or {}
+    dirs = logdir.as_dirs(log_dirs)
+    config = logdir.run_config(dirs)
     workers = []
-    for path in glob.glob(os.path.join(log_dir, "status_*.json")):
-        beat = read_json(path)
-        if beat is None:
-            continue
+    for beat in logdir.heartbeats(dirs):
         age = now - beat.get("time", 0.0)
         state = beat.get("state", "?")
         if state == "training" and age > stale_seconds:
             state = "STALE"
         workers.append(dict(beat, age=age, state=state))
-    workers.sort(key=lambda worker: worker["task"])
-    episodes = []
-    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
-        episodes += read_rows(path)
+    episodes = logdir.rows_of(dirs, "episodes_*.csv")
     episodes.sort(key=lambda row: float(row["wall_time"]))
     recent = episodes[-RECENT_EPISODES:]
     training = [worker for worker in workers if worker["state"] == "training"]
     status = {
-        "log_dir": log_dir, "env_id": config.get("run", {}).get("env_id"), "unsup": config.get("run", {}).get("unsup"),
+        "log_dir": " + ".join(dirs), "env_id": config.get("run", {}).get("env_id"),
+        "unsup": config.get("run", {}).get("unsup"),
         "global_step": max([worker.get("global_step", 0) for worker in workers]
                            + [int(row["global_step"]) for row in episodes[-1:]], default=0),
         "max_global_steps": max((worker.get("max_global_steps", 0) for worker in workers), default=0),
@@ -67,15 +55,15 @@ def collect(log_dir, now=None, stale_seconds=STALE_SECONDS):
         successes = [float(row["success"]) for row in recent if row.get("success")]
         if successes:
             status["recent_success"] = sum(successes) / len(successes)
-    supervisor = read_json(os.path.join(log_dir, "supervisor.json")) or {}
-    processes = supervisor.get("processes", {})
+    processes = logdir.supervisor_records(dirs)
     for worker in workers:
         worker["restarts"] = processes.get(f"w-{worker['task']}", {}).get("restarts", 0)
     status["ps_restarts"] = sum(record.get("restarts", 0) for name, record in processes.items()
                                 if name == "ps" or name.startswith("ps-"))
-    if supervisor.get("outcome"):
-        status["outcome"] = supervisor["outcome"][1]
-    evaluations = read_rows(os.path.join(log_dir, "eval.csv"))
+    outcomes = [record["outcome"][1] for record in logdir.supervisor_outcomes(dirs)]
+    if outcomes:
+        status["outcome"] = "; ".join(outcomes)
+    evaluations = logdir.eval_rows(dirs)
     if evaluations:
         status["last_eval"] = evaluations[-1]
         status["best_eval"] = max(evaluations, key=lambda row: float(row["mean_reward"]))
@@ -122,7 +110,8 @@ def render(status, tensorboard_port=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--log-dir", required=True)
+    parser.add_argument("--log-dir", required=True, nargs="+", action="extend",
+                        help="the run's log directory; a run across machines: each machine's, gathered here")
     parser.add_argument("--watch", action="store_true", help="refresh until interrupted")
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch")
     parser.add_argument("--stale-seconds", type=float, default=STALE_SECONDS)
@@ -130,9 +119,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.interval <= 0 or args.stale_seconds <= 0:
         parser.error("--interval and --stale-seconds must be positive")
-    if not os.path.isdir(args.log_dir):
-        print(f"status.py: error: {args.log_dir} does not exist: is it a run's --log-dir?", file=sys.stderr)
-        return 2
+    for log_dir in args.log_dir:
+        if not os.path.isdir(log_dir):
+            print(f"status.py: error: {log_dir} does not exist: is it a run's --log-dir?", file=sys.stderr)
+            return 2
     try:
         while True:
             text = render(collect(args.log_dir, stale_seconds=args.stale_seconds), args.tensorboard_port)

@@ -20,7 +20,8 @@ import subprocess
 import sys
 import time
 
-from constants import latest_checkpoint, read_json, write_json_atomically
+import logdir
+from logdir import latest_checkpoint, read_json, write_json_atomically
 
 RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before the 1st, 2nd, ... restart in a row
 FAILURE_LIMIT = 5  # this many failures of one process ...
@@ -28,8 +29,6 @@ FAILURE_WINDOW_SECS = 600.0  # ... within this window stop the run
 HANG_SECS = 30.0  # a live worker whose heartbeat is older than this is hung (it beats every 2 s)
 HEALTHY_SECS = 300.0  # a process up this long has recovered: its next failure waits the shortest delay again
 POLL_SECS = 1.0
-STATE_FILE = "supervisor.json"
-STOP_MARKER = "stopping"
 USAGE_ERROR = 2  # worker.py's exit status for what the user must fix
 STACK_SIGNAL = signal.SIGUSR1  # asks a worker for its threads' stacks (enable_stack_dumps)
 STACK_WAIT_SECS = 2.0  # how long a hung worker is given to write them
@@ -164,7 +163,7 @@ class Member:
         return int(self.name[2:]) if self.name.startswith("w-") else None
 
     def start(self, now):
-        with open(os.path.join(self.log_dir, f"{self.name}.out"), "ab") as out:
+        with open(logdir.output(self.log_dir, self.name), "ab") as out:
             self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
         self.started = now
@@ -173,7 +172,7 @@ class Member:
         """Seconds since this incarnation's last heartbeat, or None before its first (or for the ps)."""
         if self.task is None:
             return None
-        beat = read_json(os.path.join(self.log_dir, f"status_{self.task}.json"))
+        beat = read_json(logdir.heartbeat_json(self.log_dir, self.task))
         if not beat or beat.get("pid") != self.process.pid or beat.get("state") != "training":
             return None
         return now - beat.get("time", now)
@@ -193,7 +192,7 @@ class Supervisor:
         self.disk_stop = False  # stopped because the log directory cannot take more writes
 
     def stop_requested(self):
-        return os.path.exists(os.path.join(self.log_dir, STOP_MARKER))
+        return os.path.exists(os.path.join(self.log_dir, logdir.STOP_MARKER))
 
     def step(self):
         """Start what is due, notice what died or hung; returns the outcome once the run is over."""
@@ -261,7 +260,7 @@ class Supervisor:
             pass
 
     def _out(self, member):
-        return os.path.join(self.log_dir, f"{member.name}.out")
+        return logdir.output(self.log_dir, member.name)
 
     def _failed(self, member, now, reason):
         member.process = None
@@ -292,9 +291,9 @@ class Supervisor:
             member.name: {"pid": member.process.pid if member.process else None, "restarts": member.restarts,
                           "last_reason": member.last_reason, "done": member.done} for member in self.members}}
         try:
-            write_json_atomically(os.path.join(self.log_dir, STATE_FILE), record)
+            write_json_atomically(os.path.join(self.log_dir, logdir.SUPERVISOR), record)
         except OSError as error:  # the disk check stops the run at the next step; the record waits till then
-            logger.warning("cannot write %s (%s)", STATE_FILE, error.strerror)
+            logger.warning("cannot write %s (%s)", logdir.SUPERVISOR, error.strerror)
 
     def note_resume_point(self):
         """Once the run is stopped (the chief's last checkpoint written, or not): say what a relaunch gets."""

@@ -28,6 +28,7 @@ import time
 
 import constants
 import envs
+import logdir
 import supervise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,7 +48,6 @@ MODES = ("tmux", "nohup", "child")
 NETWORKS = ("isolated", "host")
 HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that keeps a run's network namespace
 SUPERVISE_FLAG = "--supervise"  # and the one that keeps the parameter server and workers running
-SUPERVISED_FILE = "supervised.json"  # {name: argv} of the supervised processes, written by the launcher
 HOLDER_START_SECS = 10.0
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
 DEFAULT_SESSION = "a3c"
@@ -265,9 +265,9 @@ def shell_line(process, plan):
     line = shlex.join(process.argv)
     if plan.mode == "tmux":
         if supervised(process):
-            return shlex.join(["tail", "-n", "+1", "-F", os.path.join(plan.log_dir, process.name + ".out")])
+            return shlex.join(["tail", "-n", "+1", "-F", logdir.output(plan.log_dir, process.name)])
         return line
-    return f"nohup {line} > {shlex.quote(os.path.join(plan.log_dir, process.name + '.out'))} 2>&1 &"
+    return f"nohup {line} > {shlex.quote(logdir.output(plan.log_dir, process.name))} 2>&1 &"
 
 
 def kill_command(plan):
@@ -279,7 +279,7 @@ def kill_command(plan):
 def script_texts(plan):
     """cmd.sh (the commands, to read or re-run by hand) and kill.sh (stops exactly this run)."""
     cmd = ["#!/usr/bin/env bash", f"# curiosity-agent run '{plan.session}' in {plan.mode} mode",
-           f"# The supervisor starts, and restarts, these ({SUPERVISED_FILE}):"]
+           f"# The supervisor starts, and restarts, these ({logdir.SUPERVISED}):"]
     cmd += [f"#   {process.name}: {shlex.join(process.argv)}" for process in plan.processes if supervised(process)]
     if plan.mode == "tmux":
         cmd.append(f"tmux new-session -d -s {shlex.quote(plan.session)} -n {plan.processes[0].name}")
@@ -469,7 +469,7 @@ def check_relaunch(log_dir, args):
     except constants.ConfigError as error:
         raise LaunchError(str(error)) from None
     if kept:
-        print(f"resuming with the saved hyper-parameters of {os.path.join(log_dir, constants.CONFIG_FILE)}: "
+        print(f"resuming with the saved hyper-parameters of {os.path.join(log_dir, logdir.CONFIG)}: "
               + ", ".join(f"{name} {before!r} (asked {after!r})" for name, (before, after) in kept.items())
               + "; add --allow-config-change to apply what was asked")
         args.overrides = [item for item in args.overrides if item.partition("=")[0].strip() not in kept]
@@ -600,7 +600,7 @@ def launch_tmux(plan):
 
 def write_supervised(plan):
     """<log-dir>/supervised.json: the commands the supervisor runs."""
-    constants.write_json_atomically(os.path.join(plan.log_dir, SUPERVISED_FILE),
+    logdir.write_json_atomically(os.path.join(plan.log_dir, logdir.SUPERVISED),
                                     {p.name: p.argv for p in plan.processes if supervised(p)})
 
 
@@ -611,7 +611,7 @@ def launch_detached(plan):
     for process in plan.processes:
         if supervised(process) or (process.name == "supervisor" and plan.mode == "child"):
             continue
-        out = open(os.path.join(plan.log_dir, process.name + ".out"), "ab")
+        out = open(logdir.output(plan.log_dir, process.name), "ab")
         children[process.name] = subprocess.Popen(process.argv, stdout=out, stderr=subprocess.STDOUT,
                                                   stdin=subprocess.DEVNULL, start_new_session=True)
         out.close()
@@ -627,9 +627,9 @@ def _interrupt(signum, frame):
 def run_supervisor(log_dir):
     """Supervise the run in `log_dir` until it is over, then stop what is left of it: (exit status, reason).
     What `train.py --supervise` runs, and child mode in the launcher itself."""
-    processes = constants.read_json(os.path.join(log_dir, SUPERVISED_FILE))
+    processes = logdir.read_json(os.path.join(log_dir, logdir.SUPERVISED))
     if not processes:
-        return 2, f"no {SUPERVISED_FILE} in {log_dir}: start the run with train.py"
+        return 2, f"no {logdir.SUPERVISED} in {log_dir}: start the run with train.py"
     supervisor = supervise.Supervisor(log_dir, processes)
     signal.signal(signal.SIGTERM, _interrupt)  # timeout(1), a scheduler or systemd: stop as Ctrl-C does
     try:
@@ -704,7 +704,7 @@ def stop_run(log_dir, session, quiet=False):
     log_dir = os.path.abspath(log_dir)
     if os.path.isdir(log_dir):  # no supervisor starts again what is stopped here
         try:
-            with open(os.path.join(log_dir, supervise.STOP_MARKER), "w") as marker:
+            with open(os.path.join(log_dir, logdir.STOP_MARKER), "w") as marker:
                 marker.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
         except OSError as error:  # a full or read-only disk: stop the supervisor first, then the rest
             print(f"cannot leave the stop marker in {log_dir} ({error.strerror}); stopping its supervisor first",
@@ -839,7 +839,7 @@ def main(argv=None):
             f"{name} {before!r} -> {after!r}" for name, (before, after) in config_change[1].items()))
     write_scripts(plan)
     write_supervised(plan)
-    for stale in (supervise.STOP_MARKER, supervise.STATE_FILE):  # left by the run's previous launch
+    for stale in (logdir.STOP_MARKER, logdir.SUPERVISOR):  # left by the run's previous launch
         if os.path.exists(os.path.join(plan.log_dir, stale)):
             os.remove(os.path.join(plan.log_dir, stale))
     if args.mode == "tmux":

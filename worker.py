@@ -24,20 +24,18 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # CPU only, even where a GPU 
 
 import constants  # noqa: E402
 import envs  # noqa: E402
+import logdir  # noqa: E402
 import supervise  # noqa: E402
+from constants import UsageError  # noqa: E402
+from logdir import checkpoint_shapes, import_tf  # noqa: E402
 
 logger = logging.getLogger("worker")
 
-CHECKPOINT_SUBDIR = constants.CHECKPOINT_SUBDIR
 FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is ended this much later
 OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
 CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
 CHECKPOINTS_KEPT = 5
 HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
-
-
-class UsageError(Exception):
-    """A problem the user can fix; reported as one line, exit status 2."""
 
 
 class ClusterError(Exception):
@@ -57,7 +55,7 @@ def write_failure(error, log_dir):
     reason = next((os.strerror(number) for number in WRITE_ERRNOS if os.strerror(number) in text), None)
     if reason is None or log_dir not in text:
         return None
-    return (f"cannot write a checkpoint in {os.path.join(log_dir, CHECKPOINT_SUBDIR)} ({reason}): stopped; "
+    return (f"cannot write a checkpoint in {logdir.checkpoints_dir(log_dir)} ({reason}): stopped; "
             f"{supervise.resume_note(log_dir)}")
 
 
@@ -202,15 +200,7 @@ def write_config(log_dir, args, preset, config, saved=None):
     allowed on relaunches (from `saved`, the file as it was)."""
     record = {"run": run_flags(args), "preset": preset, "hyperparameters": config.to_dict(), "argv": sys.argv,
               "written": time.strftime("%Y-%m-%dT%H:%M:%S"), "changes": (saved or {}).get("changes", [])}
-    constants.write_json_atomically(os.path.join(log_dir, constants.CONFIG_FILE), record)
-
-
-def import_tf():
-    import tensorflow as tf
-
-    tf.get_logger().setLevel(logging.ERROR)
-    tf.compat.v1.disable_eager_execution()
-    return tf.compat.v1
+    logdir.write_json_atomically(os.path.join(log_dir, logdir.CONFIG), record)
 
 
 def run_ps(args):
@@ -221,15 +211,6 @@ def run_ps(args):
     logger.info("parameter server %d listening on %s; %s", args.task, cluster.task_address("ps", args.task),
                 describe_cluster(args))
     server.join()
-
-
-def checkpoint_shapes(tf1, path, advice):
-    """{variable name: shape} of the checkpoint at `path`; a damaged one is a UsageError ending in `advice`."""
-    try:
-        return tf1.train.NewCheckpointReader(path).get_variable_to_shape_map()
-    except Exception as error:  # TF raises several types for a damaged file
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(f"checkpoint {path} is corrupt ({first_line}); {advice}") from None
 
 
 def check_checkpoint(tf1, train_dir, variables):
@@ -278,7 +259,7 @@ def joining_session_manager(tf1, ready_op):
 
 def pretrain_checkpoint(tf1, source):
     """The checkpoint that --pretrain names: a run's log dir, its train/ dir, or a checkpoint prefix."""
-    for directory in (os.path.join(source, CHECKPOINT_SUBDIR), source):
+    for directory in (logdir.checkpoints_dir(source), source):
         latest = tf1.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
         if latest:
             return latest
@@ -335,11 +316,11 @@ def effective_config(args, env):
     if saved and "hyperparameters" in saved:
         config, changes = constants.relaunch_config(saved, args.overrides, args.preset)
         if constants.guarded(changes):
-            raise UsageError(f"{args.log_dir}/{constants.CONFIG_FILE} has other hyper-parameters "
+            raise UsageError(f"{args.log_dir}/{logdir.CONFIG} has other hyper-parameters "
                              f"({', '.join(constants.guarded(changes))}); relaunch with train.py "
                              f"--allow-config-change to change them")
         preset = saved.get("preset", args.preset)
-        logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, constants.CONFIG_FILE)
+        logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, logdir.CONFIG)
     else:
         preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
                                           envs.env_family(args.env_id), args.unsup)
@@ -386,7 +367,7 @@ def run_worker(args):
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
     variables_to_save = [v for v in tf1.global_variables() if not v.name.startswith("local")]
-    train_dir = os.path.join(args.log_dir, CHECKPOINT_SUBDIR)
+    train_dir = logdir.checkpoints_dir(args.log_dir)
     init_fn = None
     if chief:
         latest = check_checkpoint(tf1, train_dir, variables_to_save)
@@ -402,7 +383,7 @@ def run_worker(args):
     cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
     server = tf1.train.Server(cluster, job_name="worker", task_index=task,
                               config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
-    summary_writer = tf1.summary.FileWriter(os.path.join(args.log_dir, f"train_{task}"))
+    summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, task))
     saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT)
     ready_op = tf1.report_uninitialized_variables(variables_to_save)
     supervisor = tf1.train.Supervisor(
@@ -442,7 +423,7 @@ class Heartbeat:
     how it tells a hung or dead worker (an old heartbeat) from a working one."""
 
     def __init__(self, log_dir, task, max_global_steps):
-        self.path = os.path.join(log_dir, f"status_{task}.json")
+        self.path = logdir.heartbeat_json(log_dir, task)
         self.record = {"task": task, "pid": os.getpid(), "max_global_steps": max_global_steps, "started": time.time()}
         self.last = None  # (time, steps trained) of the previous beat
 
@@ -456,7 +437,7 @@ class Heartbeat:
                            skipped_updates=trainer.skipped_updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
                            seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb())
-        constants.write_json_atomically(self.path, self.record)
+        logdir.write_json_atomically(self.path, self.record)
 
 
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,
@@ -491,7 +472,7 @@ def main(argv=None):
         constants.check_same_run(args.log_dir, run_flags(args))
         run_worker(args)
         return 0
-    except (UsageError, constants.ConfigError, envs.EnvError) as error:
+    except (UsageError, logdir.UnreadableCheckpoint, constants.ConfigError, envs.EnvError) as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
     except ClusterError as error:

@@ -40,6 +40,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import logdir  # noqa: E402
 import plots  # noqa: E402
 import status  # noqa: E402
 import train  # noqa: E402
@@ -204,7 +205,7 @@ def run_all(args, launch=subprocess.Popen):
 
 def episode_arrays(log_dir, column):
     """(global steps, values of `column`) of the run's episodes that have it, ordered by global step."""
-    rows = plots.episode_rows(log_dir, column)
+    rows = logdir.episode_rows(log_dir, column)
     return (np.array([int(row["global_step"]) for row in rows], dtype=np.int64),
             np.array([float(row[column]) for row in rows]))
 
@@ -254,19 +255,19 @@ def archive_run(log_dir, archive, greedy_eval):
     the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
     other machines stay in the tables and the figures."""
     reached = reached_step(log_dir)
-    kept = status.read_json(os.path.join(archive, "run.json")) or {}
+    kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
               f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
         return
     os.makedirs(archive, exist_ok=True)
-    episodes = plots.episode_rows(log_dir, "global_step")
+    episodes = logdir.episode_rows(log_dir, "global_step")
     write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
-    visits = plots.read_csvs(os.path.join(log_dir, "visits*.csv"))
+    visits = logdir.visit_rows(log_dir)
     if visits:
         sample = np.linspace(0, len(visits) - 1, min(len(visits), ARCHIVED_VISITS)).astype(int)
         write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), [visits[i] for i in sample])
-    config = status.read_json(os.path.join(log_dir, "config.json"))
+    config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
         write_json(os.path.join(archive, "config.json"), config)
     write_json(os.path.join(archive, "run.json"), {
@@ -320,7 +321,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
         archive_run(log_dir, os.path.join(archives, name),
                     evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name)))
-    earlier = status.read_json(os.path.join(report_dir, "results.json")) or {}
+    earlier = logdir.read_json(os.path.join(report_dir, "results.json")) or {}
     found = {}  # task -> method -> {seed: archive folder}
     for name, archive in find_runs(archives).items():
         task, method, seed = parse_run_name(name)
@@ -339,7 +340,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
         plots.make_plots(groups, os.path.join(report_dir, task), smooth=WINDOW)
         for method, seeds in methods.items():
             for seed, archive in seeds.items():
-                kept = status.read_json(os.path.join(archive, "run.json")) or {}
+                kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
                 summary = run_summary(archive, milestones, kept.get("global_step", 0))
                 summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
                                machine=kept.get("machine"))

@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import envs  # noqa: E402
-import status  # noqa: E402
+import logdir  # noqa: E402
 import train  # noqa: E402
 
 WARMUP_SECS = 10.0
@@ -139,7 +139,7 @@ def in_processes(function, env_id, seconds, workers, count, env_wrap=False):
 
 def worker_status(log_dir, workers):
     """The workers' heartbeats (status_<i>.json), or None while one is missing."""
-    records = [status.read_json(os.path.join(log_dir, f"status_{task}.json")) for task in range(workers)]
+    records = [logdir.read_json(os.path.join(log_dir, f"status_{task}.json")) for task in range(workers)]
     return None if any(record is None or "seconds_in" not in record for record in records) else records
 
 

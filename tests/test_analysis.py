@@ -172,6 +172,32 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
     assert restarts == ["0", "5"] and "restarted 2 time(s)" in text and "run over: w-1 failed 5 times" in text
 
 
+def test_a_run_across_machines_is_read_as_one_run_from_their_log_dirs(tmp_path, capsys):
+    from a3c import EpisodeLogger, EpisodeTally
+
+    now, machines = time.time(), [tmp_path / "machine-a", tmp_path / "machine-b"]
+    for task, (log_dir, episodes) in enumerate(zip(machines, (3, 2))):  # worker 0 on a, worker 1 on b
+        log_dir.mkdir()
+        logger = EpisodeLogger(str(log_dir), task, None, lambda: 1000 * (task + 1))
+        for _ in range(episodes):
+            logger(EpisodeTally().stats(truncated=False))
+        logger.close()
+        beat = {"task": task, "pid": 1, "time": now, "state": "training", "global_step": 1000 * (task + 1),
+                "max_global_steps": 10000, "steps_per_sec": 50.0, "episodes": episodes}
+        (log_dir / f"status_{task}.json").write_text(json.dumps(beat))
+        (log_dir / "supervisor.json").write_text(json.dumps({"processes": {f"w-{task}": {"restarts": task + 1}}}))
+    (machines[0] / "config.json").write_text(json.dumps({"run": {"env_id": "CartPole-v1", "unsup": "action"}}))
+    run = status.collect([str(path) for path in machines], now=now)
+    assert [worker["task"] for worker in run["workers"]] == [0, 1] and run["episodes"] == 5
+    assert run["steps_per_sec"] == 100.0 and run["global_step"] == 2000 and run["env_id"] == "CartPole-v1"
+    assert [worker["restarts"] for worker in run["workers"]] == [1, 2]
+    assert status.main(["--log-dir", str(machines[0]), str(machines[1])]) == 0
+    assert "w-0" in capsys.readouterr().out
+    curves = plots.make_plots(plots.parse_groups([f"run={machines[0]}+{machines[1]}"]), str(tmp_path / "p"), 1)
+    assert curves["reward_vs_steps.png"]["run"]["runs"] == 1  # one run, not two seeds
+    assert curves["reward_vs_steps.png"]["run"]["x"][-1] == 2000  # its episodes from both machines
+
+
 def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "episodes_0.csv").write_text("global_step,wall_time,worker,reward,env_reward,bonus\n1,1.0,0,1,1,0\n")
     blocker = tmp_path / "a-file"

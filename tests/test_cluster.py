@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import constants
-import supervise
+import logdir
 import train
 from conftest import ROOT
 from test_distributed import FAST, checkpoint_step, episodes, wait_for
@@ -84,7 +84,7 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     launchers = [start(names["a"], str(cluster_file), log_a, 10**8),
                  start(names["b"], str(cluster_file), log_b, 10**8)]
     try:
-        beat = lambda log_dir, task: supervise.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
+        beat = lambda log_dir, task: logdir.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
         wait_for(lambda: beat(log_a, 0).get("state") == "training" and beat(log_b, 1).get("state") == "training"
                  and (checkpoint_step(log_a) or 0) > 0 and os.path.exists(log_b / "episodes_1.csv"), 240,
                  "both machines training and a checkpoint on machine A")

@@ -12,7 +12,7 @@ import time
 import pytest
 import tensorflow as tf
 
-import supervise
+import logdir
 import train
 from conftest import ROOT
 
@@ -110,7 +110,7 @@ def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
     result = launch(log_dir, 10**8, exp_id, mode="nohup", timeout=60)
 
     def beat(task):
-        return supervise.read_json(str(log_dir / f"status_{task}.json")) or {}
+        return logdir.read_json(str(log_dir / f"status_{task}.json")) or {}
 
     def training(task, not_pid=None):
         return beat(task).get("state") == "training" and beat(task).get("pid") != not_pid
@@ -135,7 +135,7 @@ def test_a_killed_worker_and_a_killed_parameter_server_come_back(tmp_path):
         wait_for(lambda: training(0, not_pid=workers[0]) and training(1, not_pid=workers[1]), 240,
                  "both workers training again after the parameter server's death")
         wait_for(lambda: beat(0).get("global_step", 0) > saved, 60, "the global step going on from the checkpoint")
-        record = supervise.read_json(str(log_dir / supervise.STATE_FILE))
+        record = logdir.read_json(str(log_dir / logdir.SUPERVISOR))
         assert record["processes"]["ps"]["restarts"] == 1 and record["processes"]["w-1"]["restarts"] >= 2
         assert record["processes"]["w-0"]["restarts"] >= 2
         assert record["outcome"] is None
@@ -152,7 +152,7 @@ def test_sigterm_to_the_launcher_stops_the_whole_run_with_a_final_checkpoint(tmp
             "CartPole-v1", "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard", *FAST]
     launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        beat = lambda task: supervise.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
+        beat = lambda task: logdir.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
         wait_for(lambda: beat(0).get("state") == "training" and beat(1).get("state") == "training", 120,
                  "both workers training")
         cluster = [pid for pid, argv in train.run_processes(str(log_dir)).items() if "--job-name" in argv]
@@ -211,7 +211,7 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     assert "is corrupt" in (log_dir / "w-0.out").read_text().splitlines()[-1]
     # a usage error is not restarted: it stops the run, with the chief's one line
     assert "run over: w-0 stopped: w-0: error: checkpoint" in third.stdout
-    assert supervise.read_json(str(log_dir / "supervisor.json"))["processes"]["w-0"]["restarts"] == 0
+    assert logdir.read_json(str(log_dir / "supervisor.json"))["processes"]["w-0"]["restarts"] == 0
     assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
 
 

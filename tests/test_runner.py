@@ -277,7 +277,7 @@ def test_an_older_episode_csv_is_moved_aside_not_misaligned(tmp_path):
 
 
 def test_a_row_cut_short_by_a_kill_is_cut_on_resume_and_skipped_by_readers(tmp_path):
-    import status
+    import logdir
     from a3c import EpisodeLogger, EpisodeTally
 
     first = EpisodeLogger(str(tmp_path), 0, None, lambda: 10)
@@ -287,25 +287,25 @@ def test_a_row_cut_short_by_a_kill_is_cut_on_resume_and_skipped_by_readers(tmp_p
     complete = path.read_text()
     with open(path, "a") as handle:
         handle.write("20,1795000000.5,0,1.0,4")  # the kill came in the middle of this row
-    assert len(status.read_rows(str(path))) == 1, "readers leave the partial row out"
+    assert len(logdir.read_rows(str(path))) == 1, "readers leave the partial row out"
     resumed = EpisodeLogger(str(tmp_path), 0, None, lambda: 30)
     resumed(EpisodeTally().stats(truncated=True))
     resumed.close()
     text = path.read_text()
     assert text.startswith(complete) and "1795000000.5" not in text
-    rows = status.read_rows(str(path))
+    rows = logdir.read_rows(str(path))
     assert [row["global_step"] for row in rows] == ["10", "30"] and rows[1]["truncated"] == "1"
 
 
 @pytest.mark.parametrize("tail", [b"", b"20,17,0,1.0,4", b"x" * 10000])
 def test_cut_partial_line_keeps_every_complete_row_whatever_the_tail(tmp_path, tail):
-    import a3c
+    import logdir
 
     rows = b"".join(b"%d,%s\n" % (step, b"y" * 3000) for step in range(5))  # rows span the scan steps
     path = tmp_path / "episodes_0.csv"
     path.write_bytes(rows + tail)
-    a3c.cut_partial_line(str(path))
+    logdir.cut_partial_line(str(path))
     assert path.read_bytes() == rows
     path.write_bytes(tail)  # no complete row at all
-    a3c.cut_partial_line(str(path))
+    logdir.cut_partial_line(str(path))
     assert path.read_bytes() == b""

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import logdir
 import supervise
 
 FAST = dict(delays=(0.0, 0.2), limit=3, window=60.0)
@@ -38,7 +39,7 @@ def test_a_crashing_process_is_restarted_then_stops_the_run_at_the_limit(tmp_pat
     assert code == 1 and reason.startswith("w-0 failed 3 times in 1 min (last: exit status 1; boom)")
     assert member(supervisor, "w-0").restarts == 2 and member(supervisor, "ps").restarts == 0
     assert (tmp_path / "w-0.out").read_text().count("boom") == 3, "every incarnation appends to the same log"
-    record = json.loads((tmp_path / supervise.STATE_FILE).read_text())
+    record = json.loads((tmp_path / logdir.SUPERVISOR).read_text())
     assert record["outcome"] == [1, reason] and record["processes"]["w-0"]["last_reason"] == "exit status 1"
     for each in supervisor.members:
         if each.process:
@@ -107,7 +108,7 @@ def test_nothing_is_restarted_once_kill_sh_has_left_its_marker(tmp_path):
     supervisor = supervise.Supervisor(str(tmp_path), {"ps": python("import time; time.sleep(60)"),
                                                       "w-0": python("import time; time.sleep(60)")}, **FAST)
     run_until(supervisor, lambda: all(m.process is not None for m in supervisor.members))
-    (tmp_path / supervise.STOP_MARKER).touch()
+    (tmp_path / logdir.STOP_MARKER).touch()
     for each in supervisor.members:
         each.process.kill()
     assert run_until(supervisor, lambda: False) == (0, "stopped")

@@ -1,0 +1,237 @@
+"""The log directory: its layout, the readers and writers of its records, and one run read from several
+directories (a run across machines writes one per machine). Every other module names the run's files through
+this one. No TensorFlow at import (the checkpoint helpers at the bottom import it when called).
+
+    <log-dir>/config.json        the run's flags and hyper-parameters (constants.py, worker.py)
+    <log-dir>/train/             the chief's checkpoints (TensorFlow's Saver; train/checkpoint is the index)
+    <log-dir>/train_<i>/         worker i's TensorBoard events
+    <log-dir>/episodes_<i>.csv   worker i's finished episodes, one row each (a3c.EpisodeLogger)
+    <log-dir>/visits_<i>.csv     Doom: the player's positions, VISITS_HEADER's columns
+    <log-dir>/status_<i>.json    worker i's heartbeat (worker.Heartbeat)
+    <log-dir>/eval.csv, eval/, best/                 demo.py --watch: evaluations, their events, the best checkpoint
+    <log-dir>/supervised.json, supervisor.json, stopping   the supervisor's commands, its record, the stop marker
+    <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
+"""
+import csv
+import glob
+import json
+import logging
+import os
+
+logger = logging.getLogger("logdir")
+
+CONFIG = "config.json"
+CHECKPOINTS = "train"
+EVAL = "eval.csv"
+EVAL_EVENTS = "eval"
+BEST = "best"
+SUPERVISED = "supervised.json"
+SUPERVISOR = "supervisor.json"
+STOP_MARKER = "stopping"
+VISITS_HEADER = "global_step,worker,episode,x,y\n"  # visits_<i>.csv (workers) and visits.csv (demo.py)
+PARTIAL_ROW_SCAN_BYTES = 4096  # cut_partial_line reads the CSV's tail back in steps of this many bytes
+
+
+def episodes_csv(log_dir, task):
+    return os.path.join(log_dir, f"episodes_{task}.csv")
+
+
+def visits_csv(log_dir, task):
+    return os.path.join(log_dir, f"visits_{task}.csv")
+
+
+def heartbeat_json(log_dir, task):
+    return os.path.join(log_dir, f"status_{task}.json")
+
+
+def events_dir(log_dir, task):
+    return os.path.join(log_dir, f"train_{task}")
+
+
+def output(log_dir, name):
+    """Where the process `name` (ps, w-0, supervisor, ...) writes its output."""
+    return os.path.join(log_dir, f"{name}.out")
+
+
+def checkpoints_dir(log_dir):
+    return os.path.join(log_dir, CHECKPOINTS)
+
+
+# ---------------------------------------------------------------- records
+
+def read_rows(path):
+    """The complete rows of a CSV the run writes; a row cut short (a process killed mid-write) is left out."""
+    try:
+        with open(path, newline="") as handle:
+            return [row for row in csv.DictReader(handle) if None not in row and None not in row.values()]
+    except OSError:
+        return []
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def write_json_atomically(path, record):
+    """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+    os.replace(temporary, path)
+
+
+def cut_partial_line(path):
+    """A CSV whose writer was killed mid-row ends without a newline: cut that partial row before appending,
+    or the next row would be glued to it. Complete rows are kept; only the file's tail is read."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        keep = end
+        while keep > 0:
+            start = max(0, keep - PARTIAL_ROW_SCAN_BYTES)
+            handle.seek(start)
+            chunk = handle.read(keep - start)
+            if keep == end and chunk.endswith(b"\n"):
+                return
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            keep = start
+        handle.truncate(keep)
+    logger.warning("%s ended in a partial row (the process was killed while writing it): cut %d bytes",
+                   path, end - keep)
+
+
+def keep_earlier_format(path, columns):
+    """A CSV written by an older version with other columns is moved aside (episodes_<i>.before-<n>.csv, still
+    read by plots.py and status.py), so that appending cannot misalign its rows."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as handle:
+        header = next(csv.reader(handle), None)
+    if header is not None and header != columns:
+        stem, suffix = os.path.splitext(path)
+        index = 1
+        while os.path.exists(f"{stem}.before-{index}{suffix}"):
+            index += 1
+        os.replace(path, f"{stem}.before-{index}{suffix}")
+        logger.info("%s had other columns; moved it to %s.before-%d%s", path, stem, index, suffix)
+
+
+def latest_checkpoint(log_dir):
+    """(path prefix, bytes of its files) of the checkpoint the run would resume from, or (None, 0); read
+    from TensorFlow's `checkpoint` index file without TensorFlow, for the supervisor and the launcher."""
+    train_dir = checkpoints_dir(log_dir)
+    try:
+        with open(os.path.join(train_dir, "checkpoint")) as handle:
+            first = handle.readline()
+    except OSError:
+        return None, 0
+    if not first.startswith("model_checkpoint_path:"):
+        return None, 0
+    prefix = os.path.join(train_dir, os.path.basename(first.split(":", 1)[1].strip().strip('"')))
+    try:
+        size = sum(os.path.getsize(os.path.join(train_dir, name)) for name in os.listdir(train_dir)
+                   if name.startswith(os.path.basename(prefix) + "."))
+    except OSError:
+        return None, 0
+    return prefix, size
+
+
+# ---------------------------------------------------------------- one run, one or several directories
+
+def as_dirs(log_dirs):
+    """A run's directories as a list: one path, a list of them, or 'machine-a/run+machine-b/run'."""
+    if isinstance(log_dirs, (str, os.PathLike)):
+        return [part for part in str(log_dirs).split("+") if part]
+    return [str(log_dir) for log_dir in log_dirs]
+
+
+def rows_of(log_dirs, pattern):
+    """Every complete row of the CSVs named `pattern` in the run's directories."""
+    return [row for log_dir in as_dirs(log_dirs) for path in sorted(glob.glob(os.path.join(log_dir, pattern)))
+            for row in read_rows(path)]
+
+
+def episode_rows(log_dirs, column="global_step"):
+    """The run's episode rows that have a value in `column`, ordered by global step (then by time)."""
+    rows = [row for row in rows_of(log_dirs, "episodes_*.csv") if row.get(column, "") != ""]
+    rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
+    return rows
+
+
+def visit_rows(log_dirs):
+    return rows_of(log_dirs, "visits*.csv")
+
+
+def eval_rows(log_dirs):
+    return rows_of(log_dirs, EVAL)
+
+
+def heartbeats(log_dirs):
+    """Every worker's last heartbeat in the run's directories, by task."""
+    found = {}
+    for log_dir in as_dirs(log_dirs):
+        for path in glob.glob(os.path.join(log_dir, "status_*.json")):
+            beat = read_json(path)
+            if beat and "task" in beat:
+                found[beat["task"]] = beat
+    return [found[task] for task in sorted(found)]
+
+
+def run_config(log_dirs):
+    """The run's config.json (the first of its directories that has one), or {}."""
+    for log_dir in as_dirs(log_dirs):
+        config = read_json(os.path.join(log_dir, CONFIG))
+        if config:
+            return config
+    return {}
+
+
+def supervisor_records(log_dirs):
+    """{process name: record} of the supervisors of the run's directories (one per machine)."""
+    processes = {}
+    for log_dir in as_dirs(log_dirs):
+        processes.update((read_json(os.path.join(log_dir, SUPERVISOR)) or {}).get("processes", {}))
+    return processes
+
+
+def supervisor_outcomes(log_dirs):
+    """The supervisors' records that say how the run ended (one per machine that has ended)."""
+    records = [read_json(os.path.join(log_dir, SUPERVISOR)) or {} for log_dir in as_dirs(log_dirs)]
+    return [record for record in records if record.get("outcome")]
+
+
+def has_run_files(log_dir):
+    return bool(glob.glob(os.path.join(log_dir, "episodes_*.csv")) or glob.glob(os.path.join(log_dir, "visits*.csv")))
+
+
+# ---------------------------------------------------------------- checkpoints (TensorFlow, imported when called)
+
+class UnreadableCheckpoint(ValueError):
+    """A checkpoint that cannot be read; the message says which and what to do."""
+
+
+def import_tf():
+    """TensorFlow's v1 API in graph mode, with its Python logging quiet."""
+    import tensorflow as tf
+
+    tf.get_logger().setLevel(logging.ERROR)
+    tf.compat.v1.disable_eager_execution()
+    return tf.compat.v1
+
+
+def checkpoint_shapes(tf1, path, advice):
+    """{variable name: shape} of the checkpoint at `path`; a damaged one raises UnreadableCheckpoint ending in
+    `advice`."""
+    try:
+        return tf1.train.NewCheckpointReader(path).get_variable_to_shape_map()
+    except Exception as error:  # TF raises several types for a damaged file
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UnreadableCheckpoint(f"checkpoint {path} is corrupt ({first_line}); {advice}") from None
