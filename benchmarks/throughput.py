@@ -14,6 +14,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
     python benchmarks/throughput.py --workers 1 2 --seconds 30
     python benchmarks/throughput.py --env-id doom --workers 2 --envs-per-worker 1 4 8 --unsup action \
         --measurements env training
+    python benchmarks/throughput.py --env-id doom --workers 8 --envs-per-worker 16 --unsup action \
+        --measurements training --num-ps 1 2          # one parameter server against two, and their CPU
 """
 import argparse
 import collections
@@ -139,27 +141,39 @@ def in_processes(function, env_id, seconds, workers, count, env_wrap=False):
 
 def worker_status(log_dir, workers):
     """The workers' heartbeats (status_<i>.json), or None while one is missing."""
-    records = [logdir.read_json(os.path.join(log_dir, f"status_{task}.json")) for task in range(workers)]
+    records = [logdir.read_json(logdir.heartbeat_json(log_dir, task)) for task in range(workers)]
     return None if any(record is None or "seconds_in" not in record for record in records) else records
 
 
-def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False):
+def cpu_seconds(pids):
+    """{name: CPU seconds (user + system) so far} of the processes {name: pid}."""
+    found = {}
+    for name, pid in pids.items():
+        fields = train._stat_fields(pid)
+        if fields is not None:  # after the command name: state is field 3, utime and stime fields 14 and 15
+            found[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1):
     """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
-    each thread's seconds per environment step by phase (mean over workers) and the processes' memory."""
-    log_dir = os.path.join(out, f"train-{workers}x{count}")
+    each thread's seconds per environment step by phase (mean over workers), the processes' memory and the
+    parameter servers' CPU use (percent of one core) over the same seconds."""
+    log_dir = os.path.join(out, f"train-{workers}x{count}-ps{num_ps}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
             "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup,
-            "--envs-per-worker", str(count)] + (["--envWrap"] if env_wrap else [])
+            "--envs-per-worker", str(count), "--num-ps", str(num_ps)] + (["--envWrap"] if env_wrap else [])
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
         while time.time() < deadline and worker_status(log_dir, workers) is None:
             time.sleep(1)
         time.sleep(WARMUP_SECS)
-        before = worker_status(log_dir, workers)
+        servers = {name: pid for name, pid in train.run_roles(log_dir).items() if name.startswith("ps")}
+        before, cpu_before, started = worker_status(log_dir, workers), cpu_seconds(servers), time.time()
         time.sleep(seconds)
-        after = worker_status(log_dir, workers)
+        after, cpu_after, elapsed = worker_status(log_dir, workers), cpu_seconds(servers), time.time() - started
         memory = train.run_memory_mb(log_dir)
     finally:
         train.stop_run(log_dir, None, quiet=True)
@@ -172,8 +186,10 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
         rates.append(steps / (end["time"] - start["time"]))
         for phase, value in end["seconds_in"].items():
             per_step[phase] += (value - start["seconds_in"][phase]) / max(steps, 1) / workers
+    ps_cpu = {name: round(100 * (cpu_after[name] - cpu_before[name]) / elapsed)
+              for name in sorted(cpu_before) if name in cpu_after}
     return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
-                   "rss_mb": memory}
+                   "rss_mb": memory, "ps_cpu_percent": ps_cpu}
 
 
 def print_profile(profile):
@@ -185,6 +201,8 @@ def print_profile(profile):
         busy = ", ".join(f"{phase} {micro[phase]}" for phase in phases)
         print(f"{'':>12}{thread} thread, us per env step: {busy} (sum {sum(micro[p] for p in phases)})", flush=True)
     print(f"{'':>12}resident MB: " + ", ".join(f"{name} {mb}" for name, mb in profile["rss_mb"].items()), flush=True)
+    print(f"{'':>12}parameter servers' CPU, % of a core: "
+          + ", ".join(f"{name} {percent}" for name, percent in profile["ps_cpu_percent"].items()), flush=True)
 
 
 MEASUREMENTS = {"env": env_alone, "acting": acting_plain, "acting+icm": acting_icm_rollout,
@@ -201,6 +219,8 @@ def main():
     parser.add_argument("--envs-per-worker", type=int, nargs="+", default=[1], metavar="K",
                         help="environments per worker for acting and training")
     parser.add_argument("--exp-id", type=int, default=350)
+    parser.add_argument("--num-ps", type=int, nargs="+", default=[1], metavar="P",
+                        help="parameter servers of the training measurement (each P is measured)")
     parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
@@ -209,28 +229,32 @@ def main():
     results = []
     wrap = " with --envWrap" if args.env_wrap else ""
     print(f"{args.env_id}{wrap} on {os.cpu_count()} CPU cores, {args.seconds:.0f} s per measurement", flush=True)
-    print(f"{'workers':>7} {'K':>3} {'measurement':>15} {'steps/s per worker':>19} {'aggregate steps/s':>18} "
+    print(f"{'workers':>7} {'K':>3} {'measurement':>18} {'steps/s per worker':>19} {'aggregate steps/s':>18} "
           f"{'of env':>7}", flush=True)
     for workers in args.workers:
         env_rate = None
         for name in args.measurements:
-            for count in args.envs_per_worker if name in PER_K else [1]:
+            for count, num_ps in [(count, num_ps) for count in (args.envs_per_worker if name in PER_K else [1])
+                                  for num_ps in (args.num_ps if name == "training" else [1])]:
                 profile = None
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
-                                                   args.unsup, count, args.env_wrap)
+                                                   args.unsup, count, args.env_wrap, num_ps)
                 else:
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
                                               args.env_wrap)
+                label = f"{name} ({num_ps} ps)" if name == "training" and args.num_ps != [1] else name
                 total = sum(per_worker)
                 env_rate = total if name == "env" else env_rate
                 ratio = f"{total / env_rate:7.2f}" if env_rate else f"{'':>7}"
                 results.append({"workers": workers, "envs_per_worker": count, "measurement": name,
+                                "num_ps": num_ps if name == "training" else None,
                                 "steps_per_sec_per_worker": round(total / workers, 1),
                                 "aggregate_steps_per_sec": round(total, 1),
                                 "fraction_of_env": round(total / env_rate, 3) if env_rate else None,
                                 **({"profile": profile} if profile else {})})
-                print(f"{workers:>7} {count:>3} {name:>15} {total / workers:>19.0f} {total:>18.0f} {ratio}", flush=True)
+                print(f"{workers:>7} {count:>3} {label:>18} {total / workers:>19.0f} {total:>18.0f} {ratio}",
+                      flush=True)
                 if profile:
                     print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:

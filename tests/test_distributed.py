@@ -184,10 +184,9 @@ def test_train_checkpoint_resume_and_refuse_corrupt_checkpoint(tmp_path):
     k = json.loads((log_dir / "config.json").read_text())["hyperparameters"]["envs_per_worker"]
     played = [sum(int(row["length"]) for row in worker_rows) for worker_rows in rows]
     assert sum(played) - 2 * (5 + 2) * k * 20 - 100 <= step <= sum(played) + 2 * k * 500
-    # Both trained at the same time: their episodes' times overlap. (A share of the steps each is no proof: a
-    # fresh-clone CI on loaded cores saw worker 1 start late and play 503 of 3,007.)
-    times = [[float(row["wall_time"]) for row in worker_rows] for worker_rows in rows]
-    assert max(min(each) for each in times) < min(max(each) for each in times), "the workers never overlapped"
+    # That both train at the same time is shown where the tests wait for it (both heartbeats "training" in
+    # test_sigterm_... and test_a_killed_...): here, on loaded cores, worker 1 may start as worker 0 ends (seen
+    # with a Doom study beside the tests: 503 of 3,007 steps, then episodes that did not overlap at all).
     for task in (0, 1):
         assert {"global/episode_reward", "global/episode_length", "global/episode_time",
                 "model/policy_loss", "model/value_loss", "model/entropy", "model/grad_global_norm",
