@@ -127,10 +127,10 @@ def recent_success(log_dir):
 
 
 def progress_line(active, runs_done, total, steps, rates):
-    """One line: runs done, each active run's step, rate and success, and the time left at today's rate."""
+    """One line: runs done, each active run's step, rate and success, and the time left at today's rate.
+    `active`: [(name, log_dir, status.collect's dict of it)]."""
     parts = [f"{time.strftime('%H:%M:%S')} runs done {runs_done}/{total}"]
-    for name, log_dir in active:
-        collected = status.collect(log_dir)
+    for name, log_dir, collected in active:
         success = recent_success(log_dir)
         parts.append(f"{name}: step {collected['global_step']:,}/{steps:,} ({collected['steps_per_sec']:,.0f}/s)"
                      + (f", success {success:.2f}" if success is not None else ""))
@@ -191,10 +191,10 @@ def run_all(args, launch=subprocess.Popen):
                     print(f"{name}: done at step {step:,}", flush=True)
         if active and time.time() >= next_print:
             done = total - len(todo) - len(active)
+            going = [(name, value[0], status.collect(value[0])) for name, value in active.items()]
             remaining = sum(max(args.steps - reached_step(run[3]), 0) for run in todo) + sum(
-                max(args.steps - reached_step(log_dir), 0) for log_dir, _, _ in active.values())
-            line = progress_line([(name, value[0]) for name, value in active.items()], done, total,
-                                 args.steps, rates)
+                max(args.steps - collected["global_step"], 0) for _, _, collected in going)
+            line = progress_line(going, done, total, args.steps, rates)
             print(line + time_left(remaining, rates, min(args.parallel, len(active))), flush=True)
             next_print = time.time() + PROGRESS_SECS
         time.sleep(1.0)

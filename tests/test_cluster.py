@@ -46,6 +46,8 @@ def two_machines():
                       ("ip", "-n", names[side], "link", "set", "lo", "up")]
         for step in steps:
             result = sh(*step)
+            if result.returncode != 0 and "veth" in step:
+                pytest.skip(f"cannot make a virtual Ethernet pair: {result.stderr.strip()}")
             assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
         yield {"names": names, **addresses}
     finally:
