@@ -4,6 +4,7 @@
     python train.py --num-workers 2 --unsup action               # the paper: Doom MyWayHome, tmux session 'a3c'
     python train.py --num-workers 2 --env-id CartPole-v1          # classic control, seconds to learn
     python train.py --num-workers 8 --dry-run                     # print the commands, run nothing
+    python train.py --cluster cluster.json                        # one run across machines: the same on each
     bash <log-dir>/kill.sh                                        # stop exactly this run
 
 `create_commands` is pure: it builds the commands; `main` checks the machine and runs them.
