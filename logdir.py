@@ -195,17 +195,8 @@ def run_config(log_dirs):
 
 
 def supervisor_records(log_dirs):
-    """{process name: record} of the supervisors of the run's directories (one per machine)."""
-    processes = {}
-    for log_dir in as_dirs(log_dirs):
-        processes.update((read_json(os.path.join(log_dir, SUPERVISOR)) or {}).get("processes", {}))
-    return processes
-
-
-def supervisor_outcomes(log_dirs):
-    """The supervisors' records that say how the run ended (one per machine that has ended)."""
-    records = [read_json(os.path.join(log_dir, SUPERVISOR)) or {} for log_dir in as_dirs(log_dirs)]
-    return [record for record in records if record.get("outcome")]
+    """The records of the supervisors of the run's directories (one per machine; {} where there is none)."""
+    return [read_json(os.path.join(log_dir, SUPERVISOR)) or {} for log_dir in as_dirs(log_dirs)]
 
 
 def has_run_files(log_dir):

@@ -55,12 +55,13 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
         successes = [float(row["success"]) for row in recent if row.get("success")]
         if successes:
             status["recent_success"] = sum(successes) / len(successes)
-    processes = logdir.supervisor_records(dirs)
+    supervisors = logdir.supervisor_records(dirs)
+    processes = {name: record for supervisor in supervisors for name, record in supervisor.get("processes", {}).items()}
     for worker in workers:
         worker["restarts"] = processes.get(f"w-{worker['task']}", {}).get("restarts", 0)
     status["ps_restarts"] = sum(record.get("restarts", 0) for name, record in processes.items()
                                 if name == "ps" or name.startswith("ps-"))
-    outcomes = [record["outcome"][1] for record in logdir.supervisor_outcomes(dirs)]
+    outcomes = [supervisor["outcome"][1] for supervisor in supervisors if supervisor.get("outcome")]
     if outcomes:
         status["outcome"] = "; ".join(outcomes)
     evaluations = logdir.eval_rows(dirs)

@@ -187,6 +187,10 @@ def local_tasks(cluster, tasks_flag=None, is_local=is_this_machine):
     return mine
 
 
+def all_tasks(cluster):
+    return [(job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]
+
+
 def cluster_addresses(cluster, tasks):
     return [(task, cluster[task[0]][task[1]]) for task in tasks]
 
@@ -194,8 +198,8 @@ def cluster_addresses(cluster, tasks):
 def check_reachable(cluster, tasks, timeout=REACH_TIMEOUT_SECS):
     """Every other machine's tasks can be reached: a TCP connect is answered, accepted or refused (a task not
     started yet); a host that cannot be resolved, or one that does not answer, is named in a LaunchError."""
-    others = [(task, address) for task, address in cluster_addresses(cluster, [
-        (job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]) if task not in tasks]
+    others = [(task, address) for task, address in cluster_addresses(cluster, all_tasks(cluster))
+              if task not in tasks]
 
     def answers(address):
         host, port = split_address(address)
@@ -227,7 +231,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     in tmux, status and htop. `run_flags` are the run's flags of constants.RUN_FLAGS (unsup="action", ...)."""
     log_dir = os.path.abspath(log_dir)
     cluster = cluster or local_cluster(exp_id, num_workers, num_ps)
-    tasks = tasks or [(job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]
+    tasks = tasks or all_tasks(cluster)
     tb_port = TB_BASE_PORT + exp_id
     if run_flags.get("pretrain"):
         run_flags["pretrain"] = os.path.abspath(run_flags["pretrain"])
