@@ -119,8 +119,6 @@ def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
     for job, flag in (("ps", "parameter server"), ("worker", "worker")):
         if not cluster[job]:
             raise LaunchError(f"the cluster has no {flag}: give at least one {job} address")
-    if len(cluster["ps"]) + len(cluster["worker"]) > MAX_TASKS:
-        raise LaunchError(f"the cluster has more than {MAX_TASKS} tasks")
     seen = {}
     for job, addresses in cluster.items():
         for index, address in enumerate(addresses):
@@ -177,14 +175,23 @@ def machines(cluster):
 
 
 def local_tasks(cluster, tasks_flag=None, is_local=is_this_machine):
-    """This machine's share of the cluster: --tasks, or every task whose host is this machine."""
+    """This machine's share of the cluster: --tasks, or every task whose host is this machine. The cluster may
+    be of any size; one machine starts at most MAX_TASKS of its tasks."""
     if tasks_flag:
-        return parse_tasks(tasks_flag, cluster)
-    mine = [task for host, tasks in machines(cluster).items() if is_local(host) for task in tasks]
+        mine = parse_tasks(tasks_flag, cluster)
+    else:
+        mine = [task for host, tasks in machines(cluster).items() if is_local(host) for task in tasks]
     if not mine:
         raise LaunchError("no host of the cluster is this machine (" + ", ".join(machines(cluster)) + "): run "
                           "the command on the cluster's machines, or name this machine's share with --tasks")
-    return mine
+    return check_share(mine)
+
+
+def check_share(tasks, host="this machine"):
+    if len(tasks) > MAX_TASKS:
+        raise LaunchError(f"{host}'s share of the cluster has {len(tasks)} tasks; one machine starts at most "
+                          f"{MAX_TASKS}: spread them over more machines, or name a share with --tasks")
+    return tasks
 
 
 def all_tasks(cluster):
@@ -772,6 +779,7 @@ def dry_run_text(plan_for, cluster, network):
     lines.append(f"# cluster {constants.cluster_digest(cluster)}: ps {', '.join(cluster['ps'])}; "
                  f"worker {', '.join(cluster['worker'])}")
     for host, tasks in machines(cluster).items():
+        check_share(tasks, host)
         lines.append(f"# ---- machine {host}: {', '.join(task_name(*task) for task in tasks)} (run the same "
                      f"train.py command there: it starts the tasks whose host is that machine; or add --tasks "
                      f"{','.join(f'{job}:{index}' for job, index in tasks)})")

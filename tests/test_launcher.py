@@ -234,6 +234,24 @@ def test_each_machine_starts_the_tasks_whose_host_it_is_or_those_named():
     assert not train.is_this_machine("no-such-host.invalid")
 
 
+def test_a_cluster_of_200_workers_over_4_machines_is_planned_but_one_machine_starts_at_most_max_tasks(tmp_path):
+    hosts = ["10.9.0.1", "10.9.0.2", "10.9.0.3", "10.9.0.4"]
+    workers = [f"{hosts[index % 4]}:{3000 + index}" for index in range(200)]
+    spec = {"ps": ["10.9.0.1:2222", "10.9.0.2:2222"], "worker": workers}
+    result = run_train("--cluster", write_cluster(tmp_path, spec), "--dry-run", "--log-dir", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    for host in hosts:
+        assert f"# ---- machine {host}:" in result.stdout
+    assert result.stdout.count("--job-name worker") == 200 and result.stdout.count("--job-name ps") == 2
+    cluster = train.read_cluster(write_cluster(tmp_path, spec))
+    assert len(train.local_tasks(cluster, is_local=lambda host: host == "10.9.0.3")) == 50
+    crowded = {"ps": spec["ps"], "worker": [f"10.9.0.1:{3000 + index}" for index in range(train.MAX_TASKS)]}
+    with pytest.raises(train.LaunchError, match=f"10.9.0.1's share of the cluster has {train.MAX_TASKS + 1} tasks"):
+        train.dry_run_text(lambda tasks: None, crowded, "host")
+    with pytest.raises(train.LaunchError, match=f"this machine's share of the cluster has {train.MAX_TASKS + 1}"):
+        train.local_tasks(crowded, is_local=lambda host: host == "10.9.0.1")
+
+
 def test_a_cluster_file_in_tf_configs_form_has_the_chief_as_worker_0(tmp_path):
     cluster = train.read_cluster(write_cluster(tmp_path, {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}))
     assert cluster == {"ps": ["p:1"], "worker": ["c:1", "w:1"]}
