@@ -108,6 +108,23 @@ def resident_mb(pid="self", field="VmRSS"):
         return None
 
 
+def stat_fields(pid):
+    """/proc/<pid>/stat after the command name: [state, ppid, ...], or None for a process that is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def cpu_seconds(pid):
+    """CPU seconds (user + system) a process has used so far, or None if it is gone."""
+    fields = stat_fields(pid)
+    if fields is None:  # after the command name: state is field 3, utime and stime fields 14 and 15
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def enable_stack_dumps():
     """Make this process write every thread's Python stack to stderr (its .out log) on STACK_SIGNAL. The
     supervisor asks for them before it kills a hung worker, so its log says where it hung; faulthandler's

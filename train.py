@@ -681,17 +681,8 @@ def _signal_and_wait(pids, sig, timeout):
     return alive
 
 
-def _stat_fields(pid):
-    """/proc/<pid>/stat after the command name: [state, ppid, ...], or None for a process that is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
 def _is_zombie(pid):
-    fields = _stat_fields(pid)
+    fields = supervise.stat_fields(pid)
     return fields is None or fields[0] == "Z"
 
 
@@ -699,7 +690,7 @@ def descendants(pids):
     """Every process below `pids` (game engines such as ViZDoom's run as children of the worker)."""
     children = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
-        fields = _stat_fields(entry)
+        fields = supervise.stat_fields(entry)
         if fields is not None:
             children.setdefault(int(fields[1]), []).append(int(entry))
     found, frontier = set(), list(pids)

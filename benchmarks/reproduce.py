@@ -269,8 +269,8 @@ def archive_run(log_dir, archive, greedy_eval):
         write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), [visits[i] for i in sample])
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
-        write_json(os.path.join(archive, "config.json"), config)
-    write_json(os.path.join(archive, "run.json"), {
+        logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
+    logdir.write_json_atomically(os.path.join(archive, "run.json"), {
         "global_step": reached, "greedy_eval": greedy_eval or kept.get("greedy_eval"),
         "machine": kept.get("machine") or machine()})
 
@@ -280,11 +280,6 @@ def write_rows(path, columns, rows):
         writer = csv.DictWriter(handle, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-
-
-def write_json(path, value):
-    with open(path, "w") as handle:
-        json.dump(value, handle, indent=2)
 
 
 def mean_or_none(values):
@@ -356,7 +351,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
                                     for m in milestones},
                 "runs_solved": sum(s["first_solved"] is not None for s in seeds.values()),
                 "runs_reached_vest": sum(s["reached_vest"] for s in seeds.values()), "runs": len(seeds)}
-    write_json(os.path.join(report_dir, "results.json"), results)
+    logdir.write_json_atomically(os.path.join(report_dir, "results.json"), results)
     with open(os.path.join(report_dir, "results.md"), "w") as handle:
         handle.write(markdown(results))
     return results

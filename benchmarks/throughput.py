@@ -33,6 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import envs  # noqa: E402
 import logdir  # noqa: E402
+import supervise  # noqa: E402
 import train  # noqa: E402
 
 WARMUP_SECS = 10.0
@@ -147,12 +148,8 @@ def worker_status(log_dir, workers):
 
 def cpu_seconds(pids):
     """{name: CPU seconds (user + system) so far} of the processes {name: pid}."""
-    found = {}
-    for name, pid in pids.items():
-        fields = train._stat_fields(pid)
-        if fields is not None:  # after the command name: state is field 3, utime and stime fields 14 and 15
-            found[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return found
+    found = {name: supervise.cpu_seconds(pid) for name, pid in pids.items()}
+    return {name: seconds for name, seconds in found.items() if seconds is not None}
 
 
 def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1):
