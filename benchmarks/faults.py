@@ -35,7 +35,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import status  # noqa: E402
-from constants import read_json  # noqa: E402
+from logdir import read_json  # noqa: E402
 import train  # noqa: E402
 
 POLL_SECS = 1.0

@@ -16,6 +16,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --measurements env training
     python benchmarks/throughput.py --env-id doom --workers 8 --envs-per-worker 16 --unsup action \
         --measurements training --num-ps 1 2          # one parameter server against two, and their CPU
+    python benchmarks/throughput.py --env-id doom --workers 2 4 8 --unsup action --measurements training \
+        --num-ps 1 2 --set rollout_maxlen=1          # updates as small as they get: the parameter servers' load
 """
 import argparse
 import collections
@@ -152,7 +154,7 @@ def cpu_seconds(pids):
     return {name: seconds for name, seconds in found.items() if seconds is not None}
 
 
-def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1):
+def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1, overrides=()):
     """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
     each thread's seconds per environment step by phase (mean over workers), the processes' memory and the
     parameter servers' CPU use (percent of one core) over the same seconds."""
@@ -161,6 +163,7 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
             "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup,
             "--envs-per-worker", str(count), "--num-ps", str(num_ps)] + (["--envWrap"] if env_wrap else [])
+    argv += [part for override in overrides for part in ("--set", override)]
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
@@ -177,16 +180,22 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
         launcher.wait(timeout=60)
     if before is None or after is None:
         raise SystemExit(f"the run in {log_dir} did not start training within 120 s: see its w-*.out")
-    rates, per_step = [], collections.defaultdict(float)
+    rates, per_step, updates = [], collections.defaultdict(float), 0
     for start, end in zip(before, after):
         steps = end["steps_trained"] - start["steps_trained"]
         rates.append(steps / (end["time"] - start["time"]))
+        updates += end["updates"] - start["updates"]
         for phase, value in end["seconds_in"].items():
             per_step[phase] += (value - start["seconds_in"][phase]) / max(steps, 1) / workers
     ps_cpu = {name: round(100 * (cpu_after[name] - cpu_before[name]) / elapsed)
               for name in sorted(cpu_before) if name in cpu_after}
+    ps_seconds = sum(cpu_after[name] - cpu_before[name] for name in cpu_before if name in cpu_after)
+    # One update moves the same bytes to and from the parameter servers whatever its batch (the gradients of
+    # every global variable, then their values at the next sync), so their CPU per update says how many
+    # updates per second they can serve, and so at how many workers they stop keeping up.
     return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
-                   "rss_mb": memory, "ps_cpu_percent": ps_cpu}
+                   "rss_mb": memory, "ps_cpu_percent": ps_cpu, "updates_per_sec": round(updates / elapsed, 1),
+                   "ps_cpu_ms_per_update": round(1000 * ps_seconds / updates, 2) if updates else None}
 
 
 def print_profile(profile):
@@ -199,7 +208,9 @@ def print_profile(profile):
         print(f"{'':>12}{thread} thread, us per env step: {busy} (sum {sum(micro[p] for p in phases)})", flush=True)
     print(f"{'':>12}resident MB: " + ", ".join(f"{name} {mb}" for name, mb in profile["rss_mb"].items()), flush=True)
     print(f"{'':>12}parameter servers' CPU, % of a core: "
-          + ", ".join(f"{name} {percent}" for name, percent in profile["ps_cpu_percent"].items()), flush=True)
+          + ", ".join(f"{name} {percent}" for name, percent in profile["ps_cpu_percent"].items())
+          + f"; {profile['updates_per_sec']} updates/s, {profile['ps_cpu_ms_per_update']} ms of their CPU per "
+            f"update", flush=True)
 
 
 MEASUREMENTS = {"env": env_alone, "acting": acting_plain, "acting+icm": acting_icm_rollout,
@@ -220,6 +231,8 @@ def main():
                         help="parameter servers of the training measurement (each P is measured)")
     parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                        help="a hyper-parameter of the training measurement (train.py's --set; repeatable)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -236,7 +249,7 @@ def main():
                 profile = None
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
-                                                   args.unsup, count, args.env_wrap, num_ps)
+                                                   args.unsup, count, args.env_wrap, num_ps, args.overrides)
                 else:
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
                                               args.env_wrap)
@@ -256,6 +269,7 @@ def main():
                     print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "env_wrap": args.env_wrap, "unsup": args.unsup, "cpus": os.cpu_count(),
+                   "overrides": args.overrides,
                    "seconds": args.seconds,
                    "results": results},
                   handle, indent=2)
