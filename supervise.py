@@ -253,6 +253,8 @@ class Supervisor:
                 return self._finish(USAGE_ERROR, f"{member.name} stopped: {last_line(self._out(member))}")
             else:
                 self._failed(member, now, f"exit status {code}")
+                if member.task is None:
+                    self._restart_workers(now, member.name)
         workers = [member for member in self.members if member.task is not None]
         if self.outcome is None and all(member.done for member in workers):
             reason = "stopped" if self.stop_requested() else "every worker finished"
@@ -275,6 +277,20 @@ class Supervisor:
             member.process.send_signal(RECYCLE_SIGNAL)
         except ProcessLookupError:
             pass
+
+    def _restart_workers(self, now, server):
+        """A parameter server that died comes back empty: every worker's session on it is lost, and each would
+        find out only at its next call (measured: 7-10 s later on Doom, then its own teardown). They are started
+        again with it at once, as a planned restart, not a failure; the chief restores the last checkpoint."""
+        for member in self.members:
+            if member.task is None or member.process is None or member.done:
+                continue
+            kill_group(member.process.pid)
+            member.process.wait()
+            member.process, member.recycling, member.due = None, False, now
+            member.restarts += 1
+            member.last_reason = f"restarted with {server}"
+            logger.warning("%s: started again with %s, whose variables it had lost", member.name, server)
 
     def _out(self, member):
         return logdir.output(self.log_dir, member.name)
