@@ -83,7 +83,7 @@ def resume_note(log_dir):
 
 def worker_memory_limit_mb(workers):
     """Each worker's part of WORKERS_MEMORY_SHARE of this machine's memory: the workers' memory grows with
-    time (about 5 MB a minute each on Doom, cause not found; README), and a run of days must not meet the
+    updates (about 10 kB each on Doom, cause not found; README), and a run of days must not meet the
     OOM killer, which would take the parameter server or a game engine as well."""
     with open("/proc/meminfo") as handle:
         total_mb = next(int(line.split()[1]) for line in handle if line.startswith("MemTotal:")) / 1024
