@@ -117,6 +117,12 @@ def stat_fields(pid):
         return None
 
 
+def is_zombie(pid):
+    """Whether a process is gone or only waits to be reaped."""
+    fields = stat_fields(pid)
+    return fields is None or fields[0] == "Z"
+
+
 def cpu_seconds(pid):
     """CPU seconds (user + system) a process has used so far, or None if it is gone."""
     fields = stat_fields(pid)

@@ -676,14 +676,9 @@ def _signal_and_wait(pids, sig, timeout):
     deadline = time.time() + timeout
     alive = set(pids)
     while alive and time.time() < deadline:
-        alive = {pid for pid in alive if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid)}
+        alive = {pid for pid in alive if not supervise.is_zombie(pid)}
         time.sleep(0.2)
     return alive
-
-
-def _is_zombie(pid):
-    fields = supervise.stat_fields(pid)
-    return fields is None or fields[0] == "Z"
 
 
 def descendants(pids):
@@ -721,7 +716,7 @@ def stop_run(log_dir, session, quiet=False):
     left = _signal_and_wait(workers, signal.SIGTERM, STOP_GRACE_SECS)
     left |= _signal_and_wait(others, signal.SIGTERM, 5.0)
     _signal_and_wait(sorted(left), signal.SIGKILL, 5.0)
-    _signal_and_wait(sorted(pid for pid in below if not _is_zombie(pid)), signal.SIGKILL, 5.0)  # orphans
+    _signal_and_wait(sorted(pid for pid in below if not supervise.is_zombie(pid)), signal.SIGKILL, 5.0)  # orphans
     killed_session = False
     if session and shutil.which("tmux"):
         import libtmux

@@ -59,17 +59,9 @@ def test_a_killed_worker_comes_back_without_orphans_and_a_finished_one_is_done(t
     assert member(supervisor, "w-0").restarts == 1 and member(supervisor, "w-0").last_reason == "exit status -9"
     orphan = int(engine.read_text())
     deadline = time.time() + 10
-    while time.time() < deadline and os.path.exists(f"/proc/{orphan}") and not zombie(orphan):
+    while time.time() < deadline and not supervise.is_zombie(orphan):
         time.sleep(0.1)
-    assert not os.path.exists(f"/proc/{orphan}") or zombie(orphan), "the dead worker's child was left running"
-
-
-def zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    assert supervise.is_zombie(orphan), "the dead worker's child was left running"
 
 
 def test_a_usage_error_stops_the_run_without_a_restart(tmp_path):
