@@ -187,15 +187,14 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
         updates += end["updates"] - start["updates"]
         for phase, value in end["seconds_in"].items():
             per_step[phase] += (value - start["seconds_in"][phase]) / max(steps, 1) / workers
-    ps_cpu = {name: round(100 * (cpu_after[name] - cpu_before[name]) / elapsed)
-              for name in sorted(cpu_before) if name in cpu_after}
-    ps_seconds = sum(cpu_after[name] - cpu_before[name] for name in cpu_before if name in cpu_after)
+    ps_seconds = {name: cpu_after[name] - cpu_before[name] for name in sorted(cpu_before) if name in cpu_after}
+    ps_cpu = {name: round(100 * seconds / elapsed) for name, seconds in ps_seconds.items()}
     # One update moves the same bytes to and from the parameter servers whatever its batch (the gradients of
     # every global variable, then their values at the next sync), so their CPU per update says how many
     # updates per second they can serve, and so at how many workers they stop keeping up.
     return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
                    "rss_mb": memory, "ps_cpu_percent": ps_cpu, "updates_per_sec": round(updates / elapsed, 1),
-                   "ps_cpu_ms_per_update": round(1000 * ps_seconds / updates, 2) if updates else None}
+                   "ps_cpu_ms_per_update": round(1000 * sum(ps_seconds.values()) / updates, 2) if updates else None}
 
 
 def print_profile(profile):
