@@ -166,13 +166,14 @@ def test_a_worker_over_its_memory_limit_is_stopped_and_started_again_not_counted
 
 def test_workers_are_started_again_with_a_parameter_server_that_died_not_counted_as_failing(tmp_path):
     lives = tmp_path / "lives"
-    # each incarnation of the worker counts itself, then waits (a worker blocked on its lost session)
-    code = (f"import pathlib, time; p = pathlib.Path({str(lives)!r})\n"
-            "p.write_text(p.read_text() + 'x' if p.exists() else 'x'); time.sleep(60)")
+    lives.mkdir()
+    # each incarnation of the worker leaves a file of its own (two writers of one file could lose a count),
+    # then waits (a worker blocked on its lost session)
+    code = f"import os, pathlib, time; (pathlib.Path({str(lives)!r}) / str(os.getpid())).touch(); time.sleep(60)"
     supervisor = supervise.Supervisor(str(tmp_path), {"ps": python("import time; time.sleep(60)"),
                                                       "w-0": python(code), "w-1": python(code)}, **FAST)
     ps, workers = member(supervisor, "ps"), [member(supervisor, "w-0"), member(supervisor, "w-1")]
-    run_until(supervisor, lambda: lives.exists() and len(lives.read_text()) == 2)
+    run_until(supervisor, lambda: len(list(lives.iterdir())) == 2)
     first = [worker.process.pid for worker in workers]
     ps.process.kill()
     run_until(supervisor, lambda: all(worker.process is not None and worker.process.pid not in first
@@ -180,7 +181,7 @@ def test_workers_are_started_again_with_a_parameter_server_that_died_not_counted
     assert ps.restarts == 1 and len(ps.failures) == 1, "the parameter server's death is a failure"
     for worker in workers:
         assert worker.restarts == 1 and not worker.failures and worker.last_reason == "restarted with ps"
-    run_until(supervisor, lambda: len(lives.read_text()) == 4)
+    run_until(supervisor, lambda: len(list(lives.iterdir())) == 4)
     for each in supervisor.members:
         each.process.kill()
 
