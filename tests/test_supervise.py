@@ -2,6 +2,8 @@
 finished workers and kill.sh's stop marker."""
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -9,6 +11,7 @@ import pytest
 
 import logdir
 import supervise
+from conftest import ROOT
 
 FAST = dict(delays=(0.0, 0.2), limit=3, window=60.0)
 
@@ -192,3 +195,36 @@ def test_the_workers_memory_limit_is_their_share_of_half_the_machine():
     assert supervise.worker_memory_limit_mb(4) == pytest.approx(total_mb / 8)
     assert supervise.Supervisor("/nowhere", {"ps": ["true"], "w-0": ["true"], "w-1": ["true"]}).memory_limit_mb \
         == pytest.approx(total_mb / 4)
+
+
+STOP_FLAG = """
+import logging, time
+import worker
+logging.basicConfig(level=logging.INFO)
+flag = worker.StopFlag()
+flag.training = {training}
+print("ready", flush=True)
+deadline = time.time() + 30
+while not flag.stop and time.time() < deadline:
+    time.sleep(0.05)
+print("stop flag set" if flag.stop else "no stop", flush=True)
+"""
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_worker_signalled_before_training_leaves_at_once_and_one_training_stops_after_its_update(training):
+    # Before its session is up a worker has nothing to save: it used to wait FORCE_EXIT_SECS (a worker waiting for
+    # a chief that had failed held every stop up by 20 s).
+    process = subprocess.Popen(python(STOP_FLAG.format(training=training)), cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=10)[0]
+    finally:
+        process.kill()
+    if training:
+        assert process.returncode == 0 and "stopping after this update" in output and "stop flag set" in output
+    else:
+        assert process.returncode == 128 + signal.SIGTERM, output
+        assert "nothing to save, leaving now" in output and "stop flag" not in output
