@@ -5,8 +5,9 @@
     python plots.py icm=tmp/icm-s0,tmp/icm-s1,tmp/icm-s2 a3c=tmp/a3c-s0,tmp/a3c-s1 --out tmp/plots
 
 Each argument is a configuration: LABEL=DIR[,DIR...] (several seeds of it) or a single DIR (labelled by its
-name); a run across machines is its machines' directories joined by '+' (a/run+b/run), read as one run. Seeds of one configuration are drawn as their mean with the min-max band, configurations side by side,
-like the paper's Figure 5. Writes into --out:
+name); a run across machines is its machines' directories joined by '+' (a/run+b/run), read as one run.
+Seeds of one configuration are drawn as their mean with the min-max band, configurations side by side, like the
+paper's Figure 5. Writes into --out:
   reward_vs_steps.png, reward_vs_time.png  the game's reward per episode (moving average) against global steps
                                            and against wall-clock minutes
   bonus_vs_steps.png                       the curiosity bonus per episode

@@ -12,7 +12,8 @@ setup(
     version="0.1.0",
     description="Distributed A3C with the Intrinsic Curiosity Module, on TensorFlow's parameter-server runtime",
     python_requires=">=3.11,<3.14",
-    py_modules=["a3c", "constants", "demo", "envs", "logdir", "model", "plots", "status", "supervise", "train", "worker"],
+    py_modules=["a3c", "constants", "demo", "envs", "logdir", "model", "plots", "status", "supervise", "train",
+                "worker"],
     install_requires=[
         "tensorflow-cpu>=2.21,<2.22",
         "tensorboard>=2.21,<2.22",
