@@ -96,6 +96,10 @@ def snapshot_checkpoint(tf1, train_dir, chosen, destination):
 
     Training keeps writing and deleting checkpoints; a private copy cannot change under the restore.
     """
+    try:
+        logdir.relocate_checkpoints(train_dir)  # a run copied or moved here names its checkpoints here
+    except OSError:
+        pass  # a read-only copy: TensorFlow's list is read as it is
     for _ in range(SNAPSHOT_TRIES):
         source = chosen or tf1.train.latest_checkpoint(train_dir)
         if source is None:
@@ -343,8 +347,7 @@ def keep_best(tf1, checkpoint, best_dir, summary, step):
     os.makedirs(best_dir)
     for path in glob.glob(checkpoint + ".*"):
         shutil.copy(path, best_dir)
-    prefix = os.path.join(best_dir, os.path.basename(checkpoint))
-    tf1.train.update_checkpoint_state(best_dir, prefix)
+    tf1.train.update_checkpoint_state(best_dir, os.path.basename(checkpoint))  # relative: the run may move
     with open(os.path.join(best_dir, "best.json"), "w") as handle:
         json.dump(dict(summary, global_step=step), handle, indent=2)
 

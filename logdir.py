@@ -144,6 +144,39 @@ def latest_checkpoint(log_dir):
     return prefix, size
 
 
+CHECKPOINT_PATH_KEYS = ("model_checkpoint_path", "all_model_checkpoint_paths")
+
+
+def relocate_checkpoints(train_dir):
+    """Make TensorFlow's `checkpoint` list in `train_dir` name the checkpoints there by file name. Before the
+    workers saved with relative paths the list held absolute ones, so a run directory copied or moved elsewhere
+    resumed from the original's checkpoints, and the saver's clean-up would have deleted the original's files.
+    Entries whose file is in `train_dir` are renamed to it; True if the list was rewritten."""
+    path = os.path.join(train_dir, "checkpoint")
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return False
+    here = os.path.realpath(train_dir)
+    rewritten = []
+    for line in lines:
+        key, _, value = line.partition(":")
+        name = value.strip().strip('"')
+        if (key in CHECKPOINT_PATH_KEYS and os.path.isabs(name)
+                and os.path.realpath(os.path.dirname(name)) != here
+                and os.path.exists(os.path.join(train_dir, os.path.basename(name) + ".index"))):
+            line = f'{key}: "{os.path.basename(name)}"'
+        rewritten.append(line)
+    if rewritten == lines:
+        return False
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        handle.write("\n".join(rewritten) + "\n")
+    os.replace(temporary, path)
+    return True
+
+
 # ---------------------------------------------------------------- one run, one or several directories
 
 def as_dirs(log_dirs):

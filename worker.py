@@ -216,6 +216,9 @@ def run_ps(args):
 def check_checkpoint(tf1, train_dir, variables):
     """Refuse to start on a checkpoint that cannot be restored, rather than silently starting over."""
     state_file = os.path.join(train_dir, "checkpoint")
+    if logdir.relocate_checkpoints(train_dir):
+        logger.info("%s named checkpoints in another directory (the run was copied or moved here): it names "
+                    "those in %s now", state_file, train_dir)
     latest = tf1.train.latest_checkpoint(train_dir)
     if latest is None:
         if os.path.exists(state_file):
@@ -391,7 +394,7 @@ def run_worker(args):
     server = tf1.train.Server(cluster, job_name="worker", task_index=task,
                               config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
     summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, task))
-    saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT)
+    saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT, save_relative_paths=True)  # movable
     ready_op = tf1.report_uninitialized_variables(variables_to_save)
     supervisor = tf1.train.Supervisor(
         is_chief=chief, logdir=train_dir, saver=saver, summary_op=None,

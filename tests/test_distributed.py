@@ -3,6 +3,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -192,33 +193,56 @@ def test_a_run_trains_to_its_step_budget_with_both_workers_and_checkpoints(a3c_r
     assert (log_dir / "kill.sh").exists() and (log_dir / "cmd.sh").exists()
 
 
-def test_a_relaunch_resumes_and_a_corrupt_checkpoint_is_refused(a3c_run):
-    log_dir, exp_id = a3c_run
+def test_a_copied_run_resumes_from_its_own_checkpoint_and_a_corrupt_one_is_refused(a3c_run, tmp_path):
+    # The run is relaunched from a copy in another place (as one carried to another machine): it resumes from
+    # the copy's checkpoints, and the original's stay as they were.
+    original, exp_id = a3c_run
+    log_dir = tmp_path / "copy"
+    shutil.copytree(original, log_dir)
+    untouched = sorted(os.listdir(original / "train"))
     step, played = checkpoint_step(log_dir), len(episodes(log_dir, 0))
     second = launch(log_dir, step + 3000, exp_id)
     assert second.returncode == 0, second.stdout + second.stderr
     log = (log_dir / "w-0.out").read_text()
+    assert f"resuming from {log_dir / 'train'}/model.ckpt-{step}" in log
     resumed_from = int(log.split("training from global step ")[-1].split()[0])
     assert resumed_from >= step, "the relaunch must continue from the checkpoint"
-    assert checkpoint_step(log_dir) >= step + 3000
+    assert checkpoint_step(log_dir) >= step + 3000 and sorted(os.listdir(original / "train")) == untouched
     assert len(episodes(log_dir, 0)) > played, "episode CSVs are appended to, not overwritten"
 
     index = tf1.train.latest_checkpoint(os.path.join(log_dir, "train")) + ".index"
-    with open(index, "rb") as handle:
-        intact = handle.read()
-    try:
-        with open(index, "wb") as handle:
-            handle.write(b"not a checkpoint")
-        third = launch(log_dir, step + 6000, exp_id, timeout=120)
-    finally:  # the run stays one that others (the pretrain test) can start from
-        with open(index, "wb") as handle:
-            handle.write(intact)
+    with open(index, "wb") as handle:
+        handle.write(b"not a checkpoint")
+    third = launch(log_dir, step + 6000, exp_id, timeout=120)
     assert third.returncode != 0
     assert "is corrupt" in (log_dir / "w-0.out").read_text().splitlines()[-1]
     # a usage error is not restarted: it stops the run, with the chief's one line
     assert "run over: w-0 stopped: w-0: error: checkpoint" in third.stdout
     assert logdir.read_json(str(log_dir / "supervisor.json"))["processes"]["w-0"]["restarts"] == 0
     assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
+
+
+def test_a_checkpoint_list_naming_another_directory_is_made_to_name_this_one(tmp_path):
+    # what the workers wrote before they saved relative paths, in a run directory copied from /old/run
+    train_dir = tmp_path / "train"
+    train_dir.mkdir()
+    for step in (0, 300):
+        (train_dir / f"model.ckpt-{step}.index").write_text("")
+    listed = ['model_checkpoint_path: "/old/run/train/model.ckpt-300"',
+              'all_model_checkpoint_paths: "/old/run/train/model.ckpt-0"',
+              'all_model_checkpoint_paths: "/old/run/train/model.ckpt-300"',
+              'all_model_checkpoint_paths: "/old/run/train/model.ckpt-900"',  # not in the copy: left as it was
+              "all_model_checkpoint_timestamps: 1795465192.5", "last_preserved_timestamp: 1795465100.25"]
+    (train_dir / "checkpoint").write_text("\n".join(listed) + "\n")
+    assert logdir.relocate_checkpoints(str(train_dir))
+    state = tf1.train.get_checkpoint_state(str(train_dir))
+    assert state.model_checkpoint_path == str(train_dir / "model.ckpt-300")
+    assert list(state.all_model_checkpoint_paths) == [str(train_dir / "model.ckpt-0"),
+                                                      str(train_dir / "model.ckpt-300"),
+                                                      "/old/run/train/model.ckpt-900"]
+    assert list(state.all_model_checkpoint_timestamps) == [1795465192.5]
+    assert not logdir.relocate_checkpoints(str(train_dir)), "a second call changes nothing"
+    assert not logdir.relocate_checkpoints(str(tmp_path / "none")), "no list: nothing to do"
 
 
 def tmux_windows(session):
