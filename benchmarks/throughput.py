@@ -7,6 +7,10 @@ Measurements per worker count (and, for acting and training, per number K of env
                    for all K), no training;
   acting+icm       the same with the ICM bonus, computed as the runner does: inside the next act call;
   acting+icm/step  the same with the bonus computed the original's way: a second session.run per step (K = 1);
+  learner          one worker's runner and trainer threads, as in training, on K environments whose steps cost
+                   nothing (the game's spaces, one fixed observation) and with the variables in the process:
+                   what the model's arithmetic alone allows, the ceiling of training on these cores
+                   (--unsup as for training);
   training         the real run: `train.py --mode child` (parameter server + workers + updates), measured
                    from the global step in the episode CSVs after a warm-up.
 Each line also gives the rate as a fraction of the environment-only rate of the same run.
@@ -18,6 +22,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --measurements training --num-ps 1 2          # one parameter server against two, and their CPU
     python benchmarks/throughput.py --env-id doom --workers 2 4 8 --unsup action --measurements training \
         --num-ps 1 2 --set rollout_maxlen=1          # updates as small as they get: the parameter servers' load
+    python benchmarks/throughput.py --env-id doom --workers 1 2 --envs-per-worker 16 --unsup action \
+        --measurements env learner training          # the game's ceiling, the arithmetic's, and what training gets
 """
 import argparse
 import collections
@@ -28,6 +34,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import gymnasium
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -136,10 +144,62 @@ def env_alone(env_id, seconds, seed, count, env_wrap):
     return env_only(env_id, seconds, seed, env_wrap)
 
 
-def in_processes(function, env_id, seconds, workers, count, env_wrap=False):
+FREE_EPISODE_STEPS = 525  # doomSparse's time limit in agent steps: episodes end, and their LSTM state resets
+
+
+class FreeEnv(gymnasium.Env):
+    """An environment whose steps cost nothing, with a game's spaces: one fixed random observation, reward 0,
+    episodes of FREE_EPISODE_STEPS. Hand-written: nothing in gymnasium returns a given space's sample for free."""
+
+    def __init__(self, observation_space, action_space, seed):
+        self.observation_space, self.action_space = observation_space, action_space
+        self.observation_space.seed(seed)
+        self.observation = self.observation_space.sample()
+        self.steps = 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return self.observation, {}
+
+    def step(self, action):
+        self.steps += 1
+        return self.observation, 0.0, False, self.steps >= FREE_EPISODE_STEPS, {}
+
+
+def learner(env_id, seconds, seed, count, env_wrap, unsup="none"):
+    """Steps/s of one worker's runner and trainer threads (the A3C trainer of train.py's workers, its preset's
+    hyper-parameters) on `count` FreeEnvs, with the global variables in this process: no game, no network."""
+    import tensorflow as tf
+
+    import constants
+    from a3c import A3C
+
+    tf1 = tf.compat.v1
+    tf1.disable_eager_execution()
+    tf.get_logger().setLevel("ERROR")
+    game = envs.create_env(env_id, env_wrap=env_wrap, seed=seed)
+    spaces = game.observation_space, game.action_space
+    preset = constants.resolve_preset("auto", envs.observation_kind(game.observation_space), envs.env_family(env_id),
+                                      unsup)
+    game.close()
+    config = constants.config_from_overrides([f"envs_per_worker={count}"], preset)
+    trainer = A3C([FreeEnv(*spaces, seed * count + k) for k in range(count)], 0, config,
+                  env_wrap=envs.paper_preprocessing(env_id, env_wrap), unsup=unsup)
+    session_config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+    with tf1.Session(config=session_config) as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        try:
+            return timed_rate((len(trainer.process().actions) for _ in iter(int, 1)), seconds)
+        finally:
+            trainer.stop()
+
+
+def in_processes(function, env_id, seconds, workers, count, env_wrap=False, *more):
     """Per-worker steps/s of `function` run in `workers` processes at once."""
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return pool.starmap(function, [(env_id, seconds, seed, count, env_wrap) for seed in range(workers)])
+        return pool.starmap(function, [(env_id, seconds, seed, count, env_wrap, *more) for seed in range(workers)])
 
 
 def worker_status(log_dir, workers):
@@ -213,8 +273,8 @@ def print_profile(profile):
 
 
 MEASUREMENTS = {"env": env_alone, "acting": acting_plain, "acting+icm": acting_icm_rollout,
-                "acting+icm/step": acting_icm_per_step, "training": None}
-PER_K = {"acting", "acting+icm", "training"}  # measured for each --envs-per-worker
+                "acting+icm/step": acting_icm_per_step, "learner": learner, "training": None}
+PER_K = {"acting", "acting+icm", "learner", "training"}  # measured for each --envs-per-worker
 
 
 def main():
@@ -228,7 +288,8 @@ def main():
     parser.add_argument("--exp-id", type=int, default=350)
     parser.add_argument("--num-ps", type=int, nargs="+", default=[1], metavar="P",
                         help="parameter servers of the training measurement (each P is measured)")
-    parser.add_argument("--unsup", default="none", help="curiosity of the training measurement (action: the ICM)")
+    parser.add_argument("--unsup", default="none",
+                        help="curiosity of the learner and training measurements (action: the ICM)")
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="a hyper-parameter of the training measurement (train.py's --set; repeatable)")
@@ -250,8 +311,9 @@ def main():
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
                                                    args.unsup, count, args.env_wrap, num_ps, args.overrides)
                 else:
+                    more = (args.unsup,) if name == "learner" else ()
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
-                                              args.env_wrap)
+                                              args.env_wrap, *more)
                 label = f"{name} ({num_ps} ps)" if name == "training" and args.num_ps != [1] else name
                 total = sum(per_worker)
                 env_rate = total if name == "env" else env_rate
