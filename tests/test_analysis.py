@@ -52,6 +52,19 @@ def demo(*argv):
                           text=True, timeout=300)
 
 
+def demos(*argvs):
+    """demo.py with each of `argvs`, all at once (each spends seconds importing TensorFlow): their results."""
+    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, "demo.py"), *map(str, argv)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    try:
+        outputs = [process.communicate(timeout=300) for process in started]
+        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
+                for process, output in zip(started, outputs)]
+    finally:
+        for process in started:
+            process.kill()
+
+
 def test_playback_records_a_video_that_decodes_with_one_frame_per_step(cartpole_run, tmp_path):
     result = demo("--log-dir", cartpole_run, "--episodes", "2", "--greedy", "--record", "--record-signal",
                   "--out", tmp_path, "--max-steps", "60")
@@ -70,9 +83,9 @@ def test_playback_records_a_video_that_decodes_with_one_frame_per_step(cartpole_
 
 
 def test_playback_sampled_and_random_policies(cartpole_run, tmp_path):
-    sampled = demo("--log-dir", cartpole_run, "--episodes", "3", "--out", tmp_path / "sampled")
-    random = demo("--log-dir", cartpole_run, "--episodes", "3", "--random", "--out", tmp_path / "random",
-                  "--video-format", "gif", "--record")
+    sampled, random = demos(("--log-dir", cartpole_run, "--episodes", "3", "--out", tmp_path / "sampled"),
+                            ("--log-dir", cartpole_run, "--episodes", "3", "--random", "--out", tmp_path / "random",
+                             "--video-format", "gif", "--record"))
     assert sampled.returncode == 0 and random.returncode == 0, sampled.stderr + random.stderr
     assert "sampled policy" in sampled.stdout and "random policy" in random.stdout
     summary = json.loads((tmp_path / "random" / "summary.json").read_text())
