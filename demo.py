@@ -25,14 +25,14 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+import logdir
+
+logdir.tf_environment()
 
 import numpy as np  # noqa: E402
 
 import constants  # noqa: E402
 import envs  # noqa: E402
-import logdir  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import checkpoint_shapes, import_tf  # noqa: E402
 

@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # CPU only, even where a GPU exists
+import logdir
+
+logdir.tf_environment()
 
 import constants  # noqa: E402
 import envs  # noqa: E402
-import logdir  # noqa: E402
 import supervise  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import checkpoint_shapes, import_tf  # noqa: E402

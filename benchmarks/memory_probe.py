@@ -26,8 +26,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+import logdir  # noqa: E402
+
+logdir.tf_environment()
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402

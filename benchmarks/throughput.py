@@ -39,10 +39,11 @@ import gymnasium
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-import envs  # noqa: E402
 import logdir  # noqa: E402
+
+logdir.tf_environment()
+
+import envs  # noqa: E402
 import supervise  # noqa: E402
 import train  # noqa: E402
 

@@ -4,10 +4,11 @@ import sys
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import logdir  # noqa: E402
+
+logdir.tf_environment()  # the tests' TensorFlow runs as the workers' does
 
 
 def free_ports(count):
