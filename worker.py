@@ -307,15 +307,16 @@ class StopFlag:
     def _set(self, signum, frame):
         if self.stop:
             return
-        if not self.training:
-            logger.info("signal %d received before training began: nothing to save, leaving now", signum)
-            sys.stderr.flush()
-            os._exit(128 + signum)
-        logger.info("signal %d received: stopping after this update", signum)
         self.stop = True
         timer = threading.Timer(FORCE_EXIT_SECS, os._exit, [128 + signum])
         timer.daemon = True
         timer.start()
+        if not self.training:
+            # Raised where the main thread is: the stack unwinds through the closing of what is open (the events
+            # writer among them), which os._exit would cut short.
+            logger.info("signal %d received before training began: nothing to save, leaving now", signum)
+            raise SystemExit(128 + signum)
+        logger.info("signal %d received: stopping after this update", signum)
 
 
 def effective_config(args, env):
@@ -421,6 +422,7 @@ def run_worker(args):
         try:
             heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
             episode_logger.close()
+            summary_writer.close()  # its events are written by a thread of its own: wait for all of them
         except OSError as error:  # the disk that failed the run fails these too: the error above is the news
             logger.warning("could not record the stop: %s", error)
         for env in worker_envs:
@@ -498,10 +500,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    code = main()
-    # What is ours is closed and flushed by now; TensorFlow's own teardown at interpreter exit (its gRPC server
-    # and thread pools) takes 1.5 s on 2 cores and writes nothing, so the process leaves without it.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(main())

@@ -220,6 +220,9 @@ def test_a_copied_run_resumes_from_its_own_checkpoint_and_a_corrupt_one_is_refus
     assert "run over: w-0 stopped: w-0: error: checkpoint" in third.stdout
     assert logdir.read_json(str(log_dir / "supervisor.json"))["processes"]["w-0"]["restarts"] == 0
     assert not train.run_processes(str(log_dir)), "a failed chief must not leave the run behind"
+    # w-1, stopped while it waited for the chief, left at once and closed its events file whole
+    assert "nothing to save, leaving now" in (log_dir / "w-1.out").read_text()
+    assert "global/episode_reward" in tags(log_dir, 1)
 
 
 def test_a_checkpoint_list_naming_another_directory_is_made_to_name_this_one(tmp_path):
