@@ -151,7 +151,8 @@ def relocate_checkpoints(train_dir):
     """Make TensorFlow's `checkpoint` list in `train_dir` name the checkpoints there by file name. Before the
     workers saved with relative paths the list held absolute ones, so a run directory copied or moved elsewhere
     resumed from the original's checkpoints, and the saver's clean-up would have deleted the original's files.
-    Entries whose file is in `train_dir` are renamed to it; True if the list was rewritten."""
+    Entries naming another directory are renamed to this one, except older ones whose file is not here, which
+    are dropped (the saver would delete them there); True if the list was rewritten."""
     path = os.path.join(train_dir, "checkpoint")
     try:
         with open(path) as handle:
@@ -163,10 +164,11 @@ def relocate_checkpoints(train_dir):
     for line in lines:
         key, _, value = line.partition(":")
         name = value.strip().strip('"')
-        if (key in CHECKPOINT_PATH_KEYS and os.path.isabs(name)
-                and os.path.realpath(os.path.dirname(name)) != here
-                and os.path.exists(os.path.join(train_dir, os.path.basename(name) + ".index"))):
-            line = f'{key}: "{os.path.basename(name)}"'
+        if key in CHECKPOINT_PATH_KEYS and os.path.isabs(name) and os.path.realpath(os.path.dirname(name)) != here:
+            if key == "all_model_checkpoint_paths" and not os.path.exists(
+                    os.path.join(train_dir, os.path.basename(name) + ".index")):
+                continue
+            line = f'{key}: "{os.path.basename(name)}"'  # a missing latest: the chief then refuses in one line
         rewritten.append(line)
     if rewritten == lines:
         return False

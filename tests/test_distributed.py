@@ -234,17 +234,24 @@ def test_a_checkpoint_list_naming_another_directory_is_made_to_name_this_one(tmp
     listed = ['model_checkpoint_path: "/old/run/train/model.ckpt-300"',
               'all_model_checkpoint_paths: "/old/run/train/model.ckpt-0"',
               'all_model_checkpoint_paths: "/old/run/train/model.ckpt-300"',
-              'all_model_checkpoint_paths: "/old/run/train/model.ckpt-900"',  # not in the copy: left as it was
+              'all_model_checkpoint_paths: "/old/run/train/model.ckpt-900"',  # not in the copy: not this run's
               "all_model_checkpoint_timestamps: 1795465192.5", "last_preserved_timestamp: 1795465100.25"]
     (train_dir / "checkpoint").write_text("\n".join(listed) + "\n")
     assert logdir.relocate_checkpoints(str(train_dir))
     state = tf1.train.get_checkpoint_state(str(train_dir))
     assert state.model_checkpoint_path == str(train_dir / "model.ckpt-300")
     assert list(state.all_model_checkpoint_paths) == [str(train_dir / "model.ckpt-0"),
-                                                      str(train_dir / "model.ckpt-300"),
-                                                      "/old/run/train/model.ckpt-900"]
+                                                      str(train_dir / "model.ckpt-300")]
     assert list(state.all_model_checkpoint_timestamps) == [1795465192.5]
     assert not logdir.relocate_checkpoints(str(train_dir)), "a second call changes nothing"
+    # a copy without its latest checkpoint names that one here, missing, not the original's file elsewhere
+    original, partial = tmp_path / "original" / "train", tmp_path / "partial" / "train"
+    for directory in (original, partial):
+        directory.mkdir(parents=True)
+    (original / "model.ckpt-5.index").write_text("")
+    (partial / "checkpoint").write_text(f'model_checkpoint_path: "{original}/model.ckpt-5"\n')
+    assert logdir.relocate_checkpoints(str(partial))
+    assert tf1.train.get_checkpoint_state(str(partial)).model_checkpoint_path == str(partial / "model.ckpt-5")
     assert not logdir.relocate_checkpoints(str(tmp_path / "none")), "no list: nothing to do"
 
 
