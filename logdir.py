@@ -249,8 +249,8 @@ class UnreadableCheckpoint(ValueError):
 TF_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "CUDA_VISIBLE_DEVICES": "",  # CPU only, even where a GPU exists
-    # oneDNN's kernels: TensorFlow turns them on by itself only on CPUs with AVX-512 or newer. On this project's
-    # AVX2 machines they made Doom training 1.5x faster (the learner alone 1.4x) and CartPole's 1.2x (README,
+    # oneDNN's kernels: TensorFlow turns them on by itself only on CPUs with AVX512-VNNI/BF16, AVX-VNNI or AMX. On the
+    # project's AVX2 machines they made Doom training 1.5x faster (the learner alone 1.4x) and CartPole's 1.2x (README,
     # Speed).
     "TF_ENABLE_ONEDNN_OPTS": "1",
 }
