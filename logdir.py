@@ -124,6 +124,15 @@ def keep_earlier_format(path, columns):
         logger.info("%s had other columns; moved it to %s.before-%d%s", path, stem, index, suffix)
 
 
+CHECKPOINT_PATH_KEYS = ("model_checkpoint_path", "all_model_checkpoint_paths")
+
+
+def checkpoint_entry(line):
+    """(key, value) of a line of TensorFlow's `checkpoint` list, e.g. `model_checkpoint_path: "model.ckpt-5"`."""
+    key, _, value = line.partition(":")
+    return key.strip(), value.strip().strip('"')
+
+
 def latest_checkpoint(log_dir):
     """(path prefix, bytes of its files) of the checkpoint the run would resume from, or (None, 0); read
     from TensorFlow's `checkpoint` index file without TensorFlow, for the supervisor and the launcher."""
@@ -133,18 +142,16 @@ def latest_checkpoint(log_dir):
             first = handle.readline()
     except OSError:
         return None, 0
-    if not first.startswith("model_checkpoint_path:"):
+    key, listed = checkpoint_entry(first)
+    if key != "model_checkpoint_path":
         return None, 0
-    prefix = os.path.join(train_dir, os.path.basename(first.split(":", 1)[1].strip().strip('"')))
+    prefix = os.path.join(train_dir, os.path.basename(listed))
     try:
         size = sum(os.path.getsize(os.path.join(train_dir, name)) for name in os.listdir(train_dir)
                    if name.startswith(os.path.basename(prefix) + "."))
     except OSError:
         return None, 0
     return prefix, size
-
-
-CHECKPOINT_PATH_KEYS = ("model_checkpoint_path", "all_model_checkpoint_paths")
 
 
 def relocate_checkpoints(train_dir):
@@ -162,8 +169,7 @@ def relocate_checkpoints(train_dir):
     here = os.path.realpath(train_dir)
     rewritten = []
     for line in lines:
-        key, _, value = line.partition(":")
-        name = value.strip().strip('"')
+        key, name = checkpoint_entry(line)
         if key in CHECKPOINT_PATH_KEYS and os.path.isabs(name) and os.path.realpath(os.path.dirname(name)) != here:
             if key == "all_model_checkpoint_paths" and not os.path.exists(
                     os.path.join(train_dir, os.path.basename(name) + ".index")):

@@ -27,6 +27,7 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
 """
 import argparse
 import collections
+import itertools
 import json
 import multiprocessing
 import os
@@ -70,14 +71,10 @@ def acting(env_id, seconds, seed, bonus="none", count=1, env_wrap=False):
     bonus="rollout": with the ICM, its bonus computed as env_runner does (inside the next act call);
     bonus="per-step": with the ICM, its bonus computed by a second session.run after every step, as the
     original did (one environment)."""
-    import tensorflow as tf
-
     from a3c import env_runner, env_stepper
     from model import LSTMPolicy, StateActionPredictor
 
-    tf1 = tf.compat.v1
-    tf1.disable_eager_execution()
-    tf.get_logger().setLevel("ERROR")
+    tf1 = logdir.import_tf()
     worker_envs = [envs.create_env(env_id, env_wrap=env_wrap, seed=seed * count + k) for k in range(count)]
     env = worker_envs[0]
     shape, num_actions = env.observation_space.shape, env.action_space.n
@@ -171,14 +168,10 @@ class FreeEnv(gymnasium.Env):
 def learner(env_id, seconds, seed, count, env_wrap, unsup="none"):
     """Steps/s of one worker's runner and trainer threads (the A3C trainer of train.py's workers, its preset's
     hyper-parameters) on `count` FreeEnvs, with the global variables in this process: no game, no network."""
-    import tensorflow as tf
-
     import constants
     from a3c import A3C
 
-    tf1 = tf.compat.v1
-    tf1.disable_eager_execution()
-    tf.get_logger().setLevel("ERROR")
+    tf1 = logdir.import_tf()
     game = envs.create_env(env_id, env_wrap=env_wrap, seed=seed)
     spaces = game.observation_space, game.action_space
     preset = constants.resolve_preset("auto", envs.observation_kind(game.observation_space), envs.env_family(env_id),
@@ -192,7 +185,7 @@ def learner(env_id, seconds, seed, count, env_wrap, unsup="none"):
         session.run(tf1.global_variables_initializer())
         trainer.start(session, None, lambda stats: None)
         try:
-            return timed_rate((len(trainer.process().actions) for _ in iter(int, 1)), seconds)
+            return timed_rate((len(trainer.process().actions) for _ in itertools.count()), seconds)
         finally:
             trainer.stop()
 

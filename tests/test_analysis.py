@@ -48,8 +48,7 @@ def doom_run(tmp_path_factory):
 
 
 def demo(*argv):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), *map(str, argv)], capture_output=True,
-                          text=True, timeout=300)
+    return demos(argv)[0]
 
 
 def demos(*argvs):

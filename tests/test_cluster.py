@@ -12,10 +12,9 @@ import sys
 import pytest
 
 import constants
-import logdir
 import train
 from conftest import ROOT
-from test_distributed import FAST, checkpoint_step, episodes, wait_for
+from test_distributed import FAST, checkpoint_step, episodes, heartbeat, wait_for
 
 SUBNET = "10.231.{}.{}"
 
@@ -86,9 +85,9 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     launchers = [start(names["a"], str(cluster_file), log_a, 10**8),
                  start(names["b"], str(cluster_file), log_b, 10**8)]
     try:
-        beat = lambda log_dir, task: logdir.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
-        wait_for(lambda: beat(log_a, 0).get("state") == "training" and beat(log_b, 1).get("state") == "training"
-                 and (checkpoint_step(log_a) or 0) > 0 and os.path.exists(log_b / "episodes_1.csv"), 240,
+        wait_for(lambda: heartbeat(log_a, 0).get("state") == "training"
+                 and heartbeat(log_b, 1).get("state") == "training" and (checkpoint_step(log_a) or 0) > 0
+                 and os.path.exists(log_b / "episodes_1.csv"), 240,
                  "both machines training and a checkpoint on machine A")
         # each machine started its own share, and logs it: A the ps and the chief, B worker 1
         assert set(train.run_roles(str(log_a))) == {"ps", "w-0"} and set(train.run_roles(str(log_b))) == {"w-1"}

@@ -65,6 +65,11 @@ def host_address():
             return "127.0.0.1"
 
 
+def heartbeat(log_dir, task):
+    """Worker `task`'s last heartbeat (status_<task>.json), or {} before its first."""
+    return logdir.read_json(str(log_dir / f"status_{task}.json")) or {}
+
+
 def wait_for(condition, seconds, what):
     deadline = time.time() + seconds
     while time.time() < deadline and not condition():
@@ -80,7 +85,7 @@ def test_an_isolated_run_opens_no_port_here_and_its_killed_processes_come_back(t
     (ps_port,), worker_ports, _ = train.ports_for(exp_id, 2)
 
     def beat(task):
-        return logdir.read_json(str(log_dir / f"status_{task}.json")) or {}
+        return heartbeat(log_dir, task)
 
     def training(task, not_pid=None):
         return beat(task).get("state") == "training" and beat(task).get("pid") != not_pid
@@ -143,8 +148,7 @@ def test_sigterm_to_the_launcher_stops_the_whole_run_with_a_final_checkpoint(tmp
             "CartPole-v1", "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard", *FAST]
     launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        beat = lambda task: logdir.read_json(str(log_dir / f"status_{task}.json")) or {}  # noqa: E731
-        wait_for(lambda: beat(0).get("state") == "training" and beat(1).get("state") == "training", 120,
+        wait_for(lambda: all(heartbeat(log_dir, task).get("state") == "training" for task in (0, 1)), 120,
                  "both workers training")
         cluster = [pid for pid, argv in train.run_processes(str(log_dir)).items() if "--job-name" in argv]
         assert len(cluster) == 3
