@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -48,6 +49,8 @@ import train  # noqa: E402
 METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"]}
 METHOD_LABELS = {"icm": "ICM", "a3c": "A3C"}
 PROGRESS_SECS = 30.0
+STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WINDOW = 100  # episodes in the success rate of the tables (the paper's curves average over such windows)
 SOLVED = 0.9  # a run is solved at the first window of WINDOW episodes with this success rate
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
@@ -146,6 +149,50 @@ def time_left(remaining_steps, rates, parallel):
     return f"; about {datetime.timedelta(seconds=int(seconds))} left"
 
 
+class Interrupted(KeyboardInterrupt):
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopRequest:
+    """Ctrl-C, or SIGTERM (kill, timeout(1), a scheduler): noted here, and run_all stops its runs as Ctrl-C
+    does rather than leave them orphans. Noted, not raised from the handler: an exception between a launch and
+    its bookkeeping would leave a run untracked (and blocking the signals meanwhile would block them in the
+    launched train.py too: a signal mask is inherited)."""
+
+    def __init__(self):
+        self.signum = None
+
+    def __call__(self, signum, frame):
+        self.signum = self.signum or signum
+
+
+def stop_runs(active):
+    """Stop the runs this sitting started: SIGTERM to each train.py (its child mode stops the run's workers
+    with their final checkpoints, then the rest), then whatever a train.py cut short left of its run. Further
+    signals are ignored meanwhile: a second Ctrl-C must not leave the runs half stopped."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    ours = {name: (log_dir, process) for name, (log_dir, process, _) in active.items() if process is not None}
+    if not ours:
+        return
+    print(f"stopping {', '.join(ours)} (final checkpoints; up to {STOP_WAIT_SECS} s)", flush=True)
+    for _, process in ours.values():
+        if process.poll() is None:
+            process.terminate()
+    deadline = time.time() + STOP_WAIT_SECS
+    for name, (log_dir, process) in ours.items():
+        try:
+            process.wait(timeout=max(deadline - time.time(), 0.0))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if train.run_processes(log_dir):
+            train.stop_run(log_dir, None, quiet=True)
+        print(f"{name}: stopped at step {reached_step(log_dir):,}", flush=True)
+
+
 def run_all(args, launch=subprocess.Popen):
     """Run what the plan leaves to do, --parallel at a time; the names of runs that failed."""
     runs = plan(args.out, args.task, args.method, args.seeds, args.steps)
@@ -158,46 +205,57 @@ def run_all(args, launch=subprocess.Popen):
           flush=True)
     active = {}  # name -> (log_dir, process or None for a run another sitting has going, slot)
     next_print = time.time()
-    while todo or active:
-        free = [slot for slot in range(args.parallel) if slot not in {value[2] for value in active.values()}]
-        while todo and free:
-            task, method, seed, log_dir, state = todo.pop(0)
-            name = os.path.basename(log_dir)
-            if state == "running":
-                active[name] = (log_dir, None, free.pop(0))
-                print(f"{name}: running already (another sitting); waiting for it", flush=True)
-                continue
-            os.makedirs(os.path.dirname(log_dir), exist_ok=True)
-            log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
-            slot = free.pop(0)
-            process = launch(train_argv(task, method, seed, log_dir, args.steps, slot, args), stdout=log,
-                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
-            log.close()
-            active[name] = (log_dir, process, slot)
-            print(f"{name}: {'resumed' if state == 'resume' else 'started'} (log {log.name})", flush=True)
-        for name, (log_dir, process, slot) in list(active.items()):
-            finished = process.poll() is not None if process else not train.run_processes(log_dir)
-            if finished:
-                del active[name]
-                step = reached_step(log_dir)
-                code = process.returncode if process else 0
-                if process is None and step < args.steps:  # another sitting's run, with a smaller budget
-                    todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
-                elif code != 0 or step < args.steps:
-                    failed.append(name)
-                    print(f"{name}: stopped at step {step:,} of {args.steps:,} (exit status {code}); "
-                          f"see {log_dir}/*.out. Run the command again to resume it", flush=True)
-                else:
-                    print(f"{name}: done at step {step:,}", flush=True)
-        if active and time.time() >= next_print:
-            done = total - len(todo) - len(active)
-            going = [(name, value[0], status.collect(value[0])) for name, value in active.items()]
-            remaining = sum(max(args.steps - reached_step(run[3]), 0) for run in todo) + sum(
-                max(args.steps - collected["global_step"], 0) for _, _, collected in going)
-            line = progress_line(going, done, total, args.steps, rates)
-            print(line + time_left(remaining, rates, min(args.parallel, len(active))), flush=True)
-            next_print = time.time() + PROGRESS_SECS
-        time.sleep(1.0)
+    stop = StopRequest()
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        while (todo or active) and not stop.signum:
+            free = [slot for slot in range(args.parallel) if slot not in {value[2] for value in active.values()}]
+            while todo and free and not stop.signum:
+                task, method, seed, log_dir, state = todo.pop(0)
+                name = os.path.basename(log_dir)
+                if state == "running":
+                    active[name] = (log_dir, None, free.pop(0))
+                    print(f"{name}: running already (another sitting); waiting for it", flush=True)
+                    continue
+                os.makedirs(os.path.dirname(log_dir), exist_ok=True)
+                log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
+                slot = free.pop(0)
+                # its own session: Ctrl-C reaches this process only, which stops the runs once (stop_runs)
+                process = launch(train_argv(task, method, seed, log_dir, args.steps, slot, args), stdout=log,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+                                 start_new_session=True)
+                log.close()
+                active[name] = (log_dir, process, slot)
+                print(f"{name}: {'resumed' if state == 'resume' else 'started'} (log {log.name})", flush=True)
+            for name, (log_dir, process, slot) in list(active.items()):
+                finished = process.poll() is not None if process else not train.run_processes(log_dir)
+                if finished:
+                    del active[name]
+                    step = reached_step(log_dir)
+                    code = process.returncode if process else 0
+                    if process is None and step < args.steps:  # another sitting's run, with a smaller budget
+                        todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
+                    elif code != 0 or step < args.steps:
+                        failed.append(name)
+                        print(f"{name}: stopped at step {step:,} of {args.steps:,} (exit status {code}); "
+                              f"see {log_dir}/*.out. Run the command again to resume it", flush=True)
+                    else:
+                        print(f"{name}: done at step {step:,}", flush=True)
+            if active and time.time() >= next_print:
+                done = total - len(todo) - len(active)
+                going = [(name, value[0], status.collect(value[0])) for name, value in active.items()]
+                remaining = sum(max(args.steps - reached_step(run[3]), 0) for run in todo) + sum(
+                    max(args.steps - collected["global_step"], 0) for _, _, collected in going)
+                line = progress_line(going, done, total, args.steps, rates)
+                print(line + time_left(remaining, rates, min(args.parallel, len(active))), flush=True)
+                next_print = time.time() + PROGRESS_SECS
+            time.sleep(1.0)
+        if stop.signum:
+            stop_runs(active)
+            raise Interrupted(stop.signum)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return failed
 
 
@@ -441,9 +499,9 @@ def main(argv=None):
     except OSError as error:
         print(f"reproduce.py: error: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the runs stop with their final checkpoints (train.py's child mode does that)
+    except KeyboardInterrupt as stop:  # run_all has stopped the runs with their final checkpoints
         print("reproduce.py: stopped; run the same command again to go on", file=sys.stderr)
-        return 130
+        return 128 + getattr(stop, "signum", signal.SIGINT)
     print(f"wrote {os.path.join(report_dir, 'results.md')}, results.json and the figures")
     if failed:
         print(f"reproduce.py: {len(failed)} run(s) stopped early: {', '.join(failed)}; run the command again",

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from conftest import ROOT
@@ -241,6 +242,72 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
+
+
+# A stand-in for train.py in child mode that started its cluster and was cut short: it records the signals it
+# gets, takes a second to stop, and leaves its "worker" (a sleeper whose command line is a worker's) running.
+CUT_SHORT_TRAIN = """
+import os, signal, subprocess, sys, time
+log_dir, worker_script = sys.argv[1:]
+os.makedirs(log_dir, exist_ok=True)
+got = []
+for sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(sig, lambda signum, frame: got.append(signal.Signals(signum).name))
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", worker_script, "--log-dir", log_dir],
+                 start_new_session=True)
+open(os.path.join(log_dir, "ready"), "w").close()
+while not got:
+    time.sleep(0.05)
+time.sleep(1.0)
+with open(os.path.join(log_dir, "signals"), "w") as handle:
+    handle.write(" ".join(got))
+"""
+
+STUDY_DRIVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import reproduce, train
+reproduce.train_argv = lambda task, method, seed, log_dir, *rest: [sys.executable, "-c", sys.argv[2], log_dir,
+                                                                  train.WORKER_SCRIPT]
+sys.exit(reproduce.main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_the_runs_once_waits_for_them_and_leaves_nothing_running(tmp_path, how):
+    """Ctrl-C reaches the terminal's whole process group, SIGTERM (kill, a scheduler) the study alone: either way
+    each run gets one stop signal, the study waits for it to stop, stops what it left, and exits 128 + signal."""
+    import signal
+
+    import train
+
+    out = tmp_path / "study"
+    log_dir = reproduce.run_dir(str(out), "doom", "icm", 0)
+    study = subprocess.Popen([sys.executable, "-c", STUDY_DRIVER, os.path.join(ROOT, "benchmarks"), CUT_SHORT_TRAIN,
+                              "--task", "doom", "--method", "icm", "--seeds", "0", "--steps", "1M", "--out",
+                              str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not (os.path.exists(os.path.join(log_dir, "ready")) and train.run_processes(log_dir)):
+            assert study.poll() is None and time.time() < deadline, study.communicate()[0]
+            time.sleep(0.1)
+        if how == "ctrl-c":
+            os.killpg(study.pid, signal.SIGINT)
+        else:
+            study.send_signal(signal.SIGTERM)
+        output = study.communicate(timeout=120)[0]
+        left = train.run_processes(log_dir)
+    finally:
+        study.kill()
+        study.wait()
+        train.stop_run(log_dir, None, quiet=True)
+    assert study.returncode == 128 + (signal.SIGINT if how == "ctrl-c" else signal.SIGTERM), output
+    with open(os.path.join(log_dir, "signals")) as handle:
+        assert handle.read() == "SIGTERM", "the run got no stop, or more than one: " + output
+    assert not left, "the run's worker was left running"
+    assert "stopping doom-icm-s0" in output and "doom-icm-s0: stopped at step 0" in output, output
+    assert "Traceback" not in output, output
 
 
 def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
