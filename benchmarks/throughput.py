@@ -24,6 +24,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --num-ps 1 2 --set rollout_maxlen=1          # updates as small as they get: the parameter servers' load
     python benchmarks/throughput.py --env-id doom --workers 1 2 --envs-per-worker 16 --unsup action \
         --measurements env learner training          # the game's ceiling, the arithmetic's, and what training gets
+    python benchmarks/throughput.py --env-id doom --workers 1 2 --envs-per-worker 16 --unsup action \
+        --measurements training --cores-per-worker 1 # scaling per core: worker i on core i alone
 """
 import argparse
 import collections
@@ -208,7 +210,36 @@ def cpu_seconds(pids):
     return {name: seconds for name, seconds in found.items() if seconds is not None}
 
 
-def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1, overrides=()):
+def pin(pid, cores):
+    """Confine a process, every thread of it and every process below it (a worker's game engines) to `cores`:
+    sched_setaffinity acts on one thread, and threads started later inherit their starter's set."""
+    for process in [pid, *train.descendants([pid])]:
+        try:
+            threads = os.listdir(f"/proc/{process}/task")
+        except OSError:  # gone meanwhile
+            continue
+        for thread in threads:
+            try:
+                os.sched_setaffinity(int(thread), cores)
+            except OSError:
+                pass
+
+
+def pin_workers(log_dir, cores_per_worker):
+    """Worker i on cores [i * C, (i + 1) * C) (modulo the machine's), the parameter servers unpinned: {name: cores}.
+    Then one worker's rate against several workers' is scaling per core, not one worker spreading its threads
+    and engines over every core against several sharing them."""
+    placed = {}
+    for name, pid in train.run_roles(log_dir).items():
+        if name.startswith("w-"):
+            first = int(name[2:]) * cores_per_worker
+            placed[name] = sorted({(first + offset) % os.cpu_count() for offset in range(cores_per_worker)})
+            pin(pid, placed[name])
+    return placed
+
+
+def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1, overrides=(),
+             cores_per_worker=0):
     """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
     each thread's seconds per environment step by phase (mean over workers), the processes' memory and the
     parameter servers' CPU use (percent of one core) over the same seconds."""
@@ -223,6 +254,7 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
         deadline = time.time() + 120
         while time.time() < deadline and worker_status(log_dir, workers) is None:
             time.sleep(1)
+        placed = pin_workers(log_dir, cores_per_worker) if cores_per_worker else None
         time.sleep(WARMUP_SECS)
         servers = {name: pid for name, pid in train.run_roles(log_dir).items() if name.startswith("ps")}
         before, cpu_before, started = worker_status(log_dir, workers), cpu_seconds(servers), time.time()
@@ -247,7 +279,8 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
     # every global variable, then their values at the next sync), so their CPU per update says how many
     # updates per second they can serve, and so at how many workers they stop keeping up.
     return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
-                   "rss_mb": memory, "ps_cpu_percent": ps_cpu, "updates_per_sec": round(updates / elapsed, 1),
+                   "rss_mb": memory, "ps_cpu_percent": ps_cpu, "worker_cores": placed,
+                   "updates_per_sec": round(updates / elapsed, 1),
                    "ps_cpu_ms_per_update": round(1000 * sum(ps_seconds.values()) / updates, 2) if updates else None}
 
 
@@ -260,6 +293,9 @@ def print_profile(profile):
         busy = ", ".join(f"{phase} {micro[phase]}" for phase in phases)
         print(f"{'':>12}{thread} thread, us per env step: {busy} (sum {sum(micro[p] for p in phases)})", flush=True)
     print(f"{'':>12}resident MB: " + ", ".join(f"{name} {mb}" for name, mb in profile["rss_mb"].items()), flush=True)
+    if profile["worker_cores"]:
+        print(f"{'':>12}pinned to cores: " + ", ".join(f"{name} {','.join(map(str, cores))}"
+                                                      for name, cores in profile["worker_cores"].items()), flush=True)
     print(f"{'':>12}parameter servers' CPU, % of a core: "
           + ", ".join(f"{name} {percent}" for name, percent in profile["ps_cpu_percent"].items())
           + f"; {profile['updates_per_sec']} updates/s, {profile['ps_cpu_ms_per_update']} ms of their CPU per "
@@ -287,8 +323,12 @@ def main():
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="a hyper-parameter of the training measurement (train.py's --set; repeatable)")
+    parser.add_argument("--cores-per-worker", type=int, default=0, metavar="C",
+                        help="training: worker i and its engines on cores [i*C, (i+1)*C) only (0: unpinned)")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
+    if args.cores_per_worker < 0 or args.cores_per_worker > os.cpu_count():
+        parser.error(f"--cores-per-worker must be 0 to {os.cpu_count()} (the machine's cores)")
     os.makedirs(args.out, exist_ok=True)
     results = []
     wrap = " with --envWrap" if args.env_wrap else ""
@@ -303,7 +343,8 @@ def main():
                 profile = None
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
-                                                   args.unsup, count, args.env_wrap, num_ps, args.overrides)
+                                                   args.unsup, count, args.env_wrap, num_ps, args.overrides,
+                                                   args.cores_per_worker)
                 else:
                     more = (args.unsup,) if name == "learner" else ()
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
@@ -324,7 +365,7 @@ def main():
                     print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "env_wrap": args.env_wrap, "unsup": args.unsup, "cpus": os.cpu_count(),
-                   "overrides": args.overrides,
+                   "overrides": args.overrides, "cores_per_worker": args.cores_per_worker,
                    "seconds": args.seconds,
                    "results": results},
                   handle, indent=2)
