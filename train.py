@@ -651,8 +651,13 @@ def run_supervisor(log_dir):
     except Exception as error:  # noqa: BLE001 -- whatever broke the supervisor, the run must not go on unwatched
         code, reason = 1, f"the supervisor failed ({type(error).__name__}: {error}); the run is stopped"
         supervise.logger.exception("supervisor failed")
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stopping short: orphans
-    if not supervisor.stop_requested():  # over by itself: stop the rest (TensorBoard, the evaluation)
+    # a second SIGTERM or Ctrl-C must not cut the stopping short: it left the parameter server running, an orphan
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    if not supervisor.stop_requested():  # interrupted, or over by itself: stop the rest (TensorBoard, evaluation)
+        if reason == "interrupted":
+            print(f"stopping the run: the workers save their final checkpoints (up to {STOP_GRACE_SECS} s); "
+                  "a second Ctrl-C is ignored", flush=True)
         stop_run(log_dir, None, quiet=True)
     if supervisor.disk_stop:
         code, reason = supervisor.note_resume_point()

@@ -228,3 +228,48 @@ def test_a_worker_signalled_before_training_leaves_at_once_and_one_training_stop
     else:
         assert process.returncode == 128 + signal.SIGTERM, output
         assert "nothing to save, leaving now" in output and "stop flag" not in output
+
+
+def test_a_second_ctrl_c_does_not_cut_the_stopping_short(tmp_path):
+    """Ctrl-C twice (an impatient user, or a terminal's and a launcher's): the first stops the run, the second,
+    which lands while the worker saves its final checkpoint, is ignored; before, it raised in the middle of the
+    stopping and left the parameter server running."""
+    import train
+
+    log_dir = str(tmp_path)
+    # stand-ins whose command lines name the run as a worker's and a parameter server's do; the worker takes 2 s
+    # to leave on SIGTERM, as one saving its checkpoint does
+    worker = ("import signal, sys, time, pathlib\n"
+              f"stopping = pathlib.Path({os.path.join(log_dir, 'stopping')!r})\n"
+              "signal.signal(signal.SIGTERM, lambda *_: (stopping.touch(), time.sleep(2), sys.exit(0)))\n"
+              f"pathlib.Path({os.path.join(log_dir, 'up')!r}).touch()\n"
+              "time.sleep(120)")
+    processes = {"ps": python("import time; time.sleep(120)") + [train.WORKER_SCRIPT, "--log-dir", log_dir,
+                                                                 "--job-name", "ps", "--task", "0"],
+                 "w-0": python(worker) + [train.WORKER_SCRIPT, "--log-dir", log_dir, "--job-name", "worker",
+                                          "--task", "0"]}
+    logdir.write_json_atomically(os.path.join(log_dir, logdir.SUPERVISED), processes)
+    supervisor = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), train.SUPERVISE_FLAG,
+                                   "--log-dir", log_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not (os.path.exists(os.path.join(log_dir, "up")) and len(train.run_roles(log_dir)) == 2):
+            assert supervisor.poll() is None and time.time() < deadline, supervisor.communicate()[0]
+            time.sleep(0.1)
+        supervisor.send_signal(signal.SIGINT)
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(log_dir, "stopping")):
+            assert time.time() < deadline, "the worker was never told to stop"
+            time.sleep(0.05)
+        supervisor.send_signal(signal.SIGINT)  # while the worker is stopping
+        output = supervisor.communicate(timeout=60)[0]
+        left = train.run_roles(log_dir)
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+        train.stop_run(log_dir, None, quiet=True)
+    assert "Traceback" not in output and "run over: interrupted" in output, output
+    assert "a second Ctrl-C is ignored" in output, output
+    assert supervisor.returncode == 0, output
+    assert not left, f"left running: {left}"
