@@ -264,8 +264,10 @@ def make_env(args, run, record):
     return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None)
 
 
-def evaluate(args, run, config, env, checkpoint, out, quiet=False):
-    """Play args.episodes episodes; write videos and inputs into `out`; return (summary, episodes)."""
+def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_interrupt=False):
+    """Play args.episodes episodes; write videos and inputs into `out`; return (summary, episodes). With
+    `keep_on_interrupt`, Ctrl-C after at least one whole episode ends the playback with those episodes (the
+    summary says "interrupted") instead of losing them."""
     agent = None if args.random else Agent(env, run, config, checkpoint)
     rng = np.random.default_rng(args.seed)
     fps = args.fps or PLAYBACK_FPS.get(envs.env_family(args.env_id or run["env_id"]), 30)
@@ -285,6 +287,10 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False):
             episodes.append(episode)
             if not quiet:
                 print(describe(index, episode), flush=True)
+    except KeyboardInterrupt:
+        if not (keep_on_interrupt and episodes):
+            raise
+        return {**summarise(episodes), "interrupted": True}, episodes
     finally:
         if agent is not None:
             agent.close()
@@ -308,7 +314,7 @@ def play(args):
         policy = "random" if args.random else ("greedy" if args.greedy else "sampled")
         print(f"{args.env_id or run['env_id']}: {policy} policy"
               + (f", checkpoint at global step {step}" if step is not None else ""), flush=True)
-        summary, episodes = evaluate(args, run, config, env, checkpoint, out)
+        summary, episodes = evaluate(args, run, config, env, checkpoint, out, keep_on_interrupt=True)
     env.close()
     write_visits(os.path.join(out, "visits.csv"), episodes)
     summary.update({"env_id": args.env_id or run["env_id"], "policy": policy, "global_step": step,
@@ -318,8 +324,10 @@ def play(args):
     with open(path, "w") as handle:
         json.dump(summary, handle, indent=2)
     rate = f", success rate {summary['success_rate']:.2f}" if "success_rate" in summary else ""
+    cut = f" (interrupted: {summary['episodes']} of {args.episodes} played)" if summary.get("interrupted") else ""
     print(f"mean reward {summary['mean_reward']:.4g} (min {summary['min_reward']:.4g}, max "
-          f"{summary['max_reward']:.4g}) over {summary['episodes']} episodes{rate}; wrote {path}")
+          f"{summary['max_reward']:.4g}) over {summary['episodes']} episodes{rate}{cut}; wrote {path}")
+    return 130 if summary.get("interrupted") else 0
 
 
 def main(argv=None):
@@ -328,9 +336,8 @@ def main(argv=None):
     try:
         if args.watch:
             watch(args)
-        else:
-            play(args)
-        return 0
+            return 0
+        return play(args)
     except (UsageError, logdir.UnreadableCheckpoint, constants.ConfigError, envs.EnvError) as error:
         print(f"demo.py: error: {error}", file=sys.stderr)
         return 2

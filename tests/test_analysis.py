@@ -93,6 +93,31 @@ def test_playback_sampled_and_random_policies(cartpole_run, tmp_path):
     assert summary["mean_reward"] < 100, "a random CartPole agent falls within a few dozen steps"
 
 
+def test_ctrl_c_during_playback_keeps_the_episodes_played(cartpole_run, tmp_path):
+    import signal
+
+    log = tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", str(cartpole_run),
+                                    "--episodes", "100000", "--out", str(tmp_path / "out")], stdout=output,
+                                   stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while "episode 2:" not in log.read_text():
+            assert process.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+    text = log.read_text()
+    assert process.returncode == 130 and "Traceback" not in text, text
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    played = summary["episodes"]
+    assert summary["interrupted"] and 2 <= played < 100000 and len(summary["episode_details"]) == played
+    assert f"over {played} episodes (interrupted: {played} of 100000 played)" in text, text
+
+
 def test_playback_without_a_checkpoint_is_a_one_line_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"run": {"env_id": "CartPole-v1", "unsup": "none"},
                                                       "hyperparameters": {}}))
