@@ -1,5 +1,6 @@
 """benchmarks/reproduce.py: which runs a sitting starts, resumes or skips, and the report's numbers against
 episode CSVs made by hand."""
+import contextlib
 import csv
 import json
 import os
@@ -255,7 +256,8 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     signal.signal(sig, lambda signum, frame: got.append(signal.Signals(signum).name))
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", worker_script, "--log-dir", log_dir],
                  start_new_session=True)
-open(os.path.join(log_dir, "ready"), "w").close()
+with open(os.path.join(log_dir, "ready"), "w") as handle:
+    handle.write(str(os.getpid()))
 while not got:
     time.sleep(0.05)
 time.sleep(1.0)
@@ -301,6 +303,10 @@ def test_ctrl_c_or_sigterm_stops_the_runs_once_waits_for_them_and_leaves_nothing
     finally:
         study.kill()
         study.wait()
+        ready = os.path.join(log_dir, "ready")
+        if os.path.exists(ready) and open(ready).read():  # a stand-in that no stop reached
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(open(ready).read()), signal.SIGKILL)
         train.stop_run(log_dir, None, quiet=True)
     assert study.returncode == 128 + (signal.SIGINT if how == "ctrl-c" else signal.SIGTERM), output
     with open(os.path.join(log_dir, "signals")) as handle:
