@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import ROOT
-from test_distributed import FAST, free_exp_id
+from test_distributed import free_exp_id, launch
 
 import plots
 import status
@@ -24,10 +24,7 @@ tf1 = tf.compat.v1
 
 
 def train_run(log_dir, env_id, workers, max_steps, exp_id, *extra):
-    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
-            "--env-id", env_id, "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard",
-            "--set", f"max_global_steps={max_steps}", *FAST, *extra]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    result = launch(log_dir, max_steps, exp_id, *extra, env_id=env_id, workers=workers)
     assert result.returncode == 0, result.stdout + result.stderr
     return log_dir
 

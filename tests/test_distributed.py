@@ -30,9 +30,9 @@ def free_exp_id(num_workers, start):
     raise RuntimeError("no free ports")
 
 
-def launch(log_dir, max_steps, exp_id, *extra, mode="child", timeout=300):
-    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", mode, "--num-workers", "2",
-            "--env-id", "CartPole-v1", "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard",
+def launch(log_dir, max_steps, exp_id, *extra, mode="child", timeout=300, env_id="CartPole-v1", workers=2):
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", mode, "--num-workers", str(workers),
+            "--env-id", env_id, "--log-dir", str(log_dir), "--expId", str(exp_id), "--no-tensorboard",
             "--set", f"max_global_steps={max_steps}", *FAST, *extra]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
