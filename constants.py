@@ -216,6 +216,11 @@ def config_from_overrides(overrides, preset="paper"):
 CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")  # --unsup: A3C alone, ICM, pixel baselines
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 HEADS = ("universe", "nips", "nature", "doom", "mlp")
+# Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
+# actions, as Mnih et al. (2015) began theirs with up to 30 no-ops (not every game here has a no-op): a greedy policy
+# in a deterministic engine from a fixed start (Doom's sparse tasks, Mario, Atari's v4 ids) plays one episode over
+# and over, so N greedy episodes would count one trajectory N times.
+EVAL_RANDOM_START = 30
 
 
 # ---------------------------------------------------------------- the run's flags

@@ -17,6 +17,7 @@ the 42x42 inputs the network saw (<out>/episode_<k>_signal.mp4 and .npz). <out> 
 import argparse
 import csv
 import glob
+import hashlib
 import json
 import logging
 import os
@@ -62,6 +63,9 @@ def parse_args(argv=None):
     add("--record-signal", action="store_true", help="save the 42x42 inputs the network saw, as video and npz")
     add("--video-format", choices=("mp4", "gif"), default="mp4")
     add("--fps", type=float, default=None, help="video frame rate (default: the game's real time)")
+    add("--random-start", type=int, default=0, metavar="N", help="begin each episode with 0 to N uniformly random "
+        "actions (the policy still sees their frames), so that a greedy policy in a deterministic game does not "
+        f"replay one episode; evaluations use {constants.EVAL_RANDOM_START}")
     add("--max-steps", type=int, default=10000, help="end an episode after this many steps")
     add("--seed", type=int, default=0)
     add("--out", default=None, help="folder for summary.json and videos (default: <log-dir>/demo)")
@@ -73,6 +77,8 @@ def parse_args(argv=None):
     for name in ("episodes", "max_steps", "every"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.random_start < 0:
+        parser.error(f"--random-start must be at least 0, got {args.random_start}")
     if args.fps is not None and args.fps <= 0:
         parser.error(f"--fps must be positive, got {args.fps}")
     if args.watch and args.random:
@@ -172,8 +178,10 @@ class Agent:
         self.session.close()
 
 
-def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None):
-    """One episode: {reward, length, bonus, success, distance, ...}, and the frames and inputs when asked."""
+def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0):
+    """One episode: {reward, length, bonus, success, distance, actions digest, ...}, and the frames and inputs when
+    asked. Its first 0 to `random_start` actions (drawn from `rng`) are random; the agent acts on those frames too,
+    so that its LSTM state has seen them when it takes over."""
     observation, info = env.reset(seed=seed)
     if agent is not None:
         agent.reset()
@@ -181,8 +189,13 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
     inputs = [observation] if record_signal else []
     episode = {"reward": 0.0, "length": 0, "bonus": 0.0}
     game = envs.GameRecord()
-    for _ in range(max_steps):
-        action = int(rng.integers(env.action_space.n)) if agent is None else agent.act(observation, greedy)
+    random_steps = int(rng.integers(random_start + 1)) if random_start else 0
+    actions = hashlib.sha1()
+    for step in range(max_steps):
+        action = None if agent is None else agent.act(observation, greedy)
+        if action is None or step < random_steps:
+            action = int(rng.integers(env.action_space.n))
+        actions.update(action.to_bytes(2, "little"))
         next_observation, _, terminated, truncated, info = env.step(action)
         if agent is not None:
             episode["bonus"] += agent.bonus(observation, next_observation, action)
@@ -197,6 +210,8 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
         if terminated or truncated:
             break
     episode["truncated"] = not terminated
+    episode["random_steps"] = random_steps
+    episode["actions_digest"] = actions.hexdigest()[:16]  # episodes with the same digest took the same actions
     if "success" in game.metrics:
         episode["success"] = bool(game.metrics["success"])
     if "distance" in game.metrics:
@@ -232,7 +247,8 @@ def summarise(episodes):
     rewards = [episode["reward"] for episode in episodes]
     summary = {"episodes": len(episodes), "mean_reward": float(np.mean(rewards)), "min_reward": float(min(rewards)),
                "max_reward": float(max(rewards)), "mean_length": float(np.mean([e["length"] for e in episodes])),
-               "mean_bonus": float(np.mean([e["bonus"] for e in episodes]))}
+               "mean_bonus": float(np.mean([e["bonus"] for e in episodes])),
+               "distinct_episodes": len({episode["actions_digest"] for episode in episodes})}
     if any("success" in episode for episode in episodes):
         summary["success_rate"] = float(np.mean([episode.get("success", False) for episode in episodes]))
     if any("distance" in episode for episode in episodes):
@@ -252,6 +268,8 @@ def write_visits(path, episodes):
 def describe(index, episode):
     parts = [f"episode {index}: reward {episode['reward']:.4g}", f"length {episode['length']}",
              f"bonus {episode['bonus']:.4g}"]
+    if episode.get("random_steps"):
+        parts.append(f"{episode['random_steps']} random actions first")
     if "success" in episode:
         parts.append("success" if episode["success"] else "no success")
     if "distance" in episode:
@@ -275,7 +293,8 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_inter
     try:
         for index in range(1, args.episodes + 1):
             episode, frames, inputs = play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
-                                                   args.record_signal, seed=args.seed + index)
+                                                   args.record_signal, seed=args.seed + index,
+                                                   random_start=args.random_start)
             if args.record:
                 episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
                 write_video(episode["video"], frames, fps)
@@ -290,11 +309,11 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_inter
     except KeyboardInterrupt:
         if not (keep_on_interrupt and episodes):
             raise
-        return {**summarise(episodes), "interrupted": True}, episodes
+        return {**summarise(episodes), "random_start": args.random_start, "interrupted": True}, episodes
     finally:
         if agent is not None:
             agent.close()
-    return summarise(episodes), episodes
+    return {**summarise(episodes), "random_start": args.random_start}, episodes
 
 
 def play(args):
@@ -326,7 +345,12 @@ def play(args):
     rate = f", success rate {summary['success_rate']:.2f}" if "success_rate" in summary else ""
     cut = f" (interrupted: {summary['episodes']} of {args.episodes} played)" if summary.get("interrupted") else ""
     print(f"mean reward {summary['mean_reward']:.4g} (min {summary['min_reward']:.4g}, max "
-          f"{summary['max_reward']:.4g}) over {summary['episodes']} episodes{rate}{cut}; wrote {path}")
+          f"{summary['max_reward']:.4g}) over {summary['episodes']} episodes, {summary['distinct_episodes']} distinct"
+          f"{rate}{cut}; wrote {path}")
+    if summary["episodes"] > 1 and summary["distinct_episodes"] == 1 and not args.random_start:
+        print(f"note: all {summary['episodes']} episodes took the same actions (a deterministic game from a fixed "
+              f"start); --random-start {constants.EVAL_RANDOM_START} begins each with up to "
+              f"{constants.EVAL_RANDOM_START} random actions")
     return 130 if summary.get("interrupted") else 0
 
 

@@ -250,7 +250,8 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
     if eval_every and ("worker", 0) in tasks:  # it reads the checkpoints, which the chief writes
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
-                                          str(eval_every), "--episodes", str(eval_episodes), "--greedy"]))
+                                          str(eval_every), "--episodes", str(eval_episodes), "--greedy",
+                                          "--random-start", str(constants.EVAL_RANDOM_START)]))
     if tensorboard:
         processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
                                         "--host", "127.0.0.1", "--port", str(tb_port)]))

@@ -41,6 +41,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import constants  # noqa: E402
 import logdir  # noqa: E402
 import plots  # noqa: E402
 import status  # noqa: E402
@@ -353,11 +354,15 @@ def evaluate(log_dir, episodes, out):
         return None
     summary_path = os.path.join(out, "summary.json")
     stamp = os.path.getmtime(checkpoint_index)
-    if os.path.exists(summary_path) and os.path.getmtime(summary_path) > stamp:
-        with open(summary_path) as handle:
-            return json.load(handle)
+    cached = logdir.read_json(summary_path) if os.path.exists(summary_path) else None
+    if (cached and os.path.getmtime(summary_path) > stamp and cached.get("episodes") == episodes
+            and cached.get("random_start") == constants.EVAL_RANDOM_START):
+        return cached
+    if cached:  # of an older checkpoint or another way of evaluating: not to be read back if this one fails
+        os.remove(summary_path)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", log_dir, "--greedy",
-                             "--episodes", str(episodes), "--out", out], capture_output=True, text=True, cwd=ROOT)
+                             "--episodes", str(episodes), "--random-start", str(constants.EVAL_RANDOM_START),
+                             "--out", out], capture_output=True, text=True, cwd=ROOT)
     if result.returncode != 0 or not os.path.exists(summary_path):
         print(f"evaluation of {log_dir} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
               file=sys.stderr)
@@ -429,26 +434,34 @@ def cell(value, digits=2):
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def greedy_cell(evaluation):
+    """The success rate of a greedy evaluation, and how many of its episodes differed, where it says."""
+    rate = cell(evaluation.get("success_rate"))
+    return f"{rate} ({evaluation['distinct_episodes']})" if "distinct_episodes" in evaluation else rate
+
+
 def markdown(results):
     """The tables of results.md: one per task, a row per method and seed, and each method's mean."""
     milestones = results["milestones"]
     lines = [f"Success rate over the last {results['window']} episodes at each global step; `-`: the run did not "
              f"get there. Solved: the first {results['window']} episodes with >= {results['solved_at']:.0%} "
-             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation. Machine: the host "
+             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation, each episode "
+             f"begun with 0 to {constants.EVAL_RANDOM_START} random actions; in brackets, how many of its episodes "
+             "took different actions (none given: an evaluation from before the random start). Machine: the host "
              "and cores of the sitting that last reported the run (`-`: an earlier report's row, its episodes not "
              "kept).", ""]
     for task, methods in results["tasks"].items():
         lines += [f"### {task}", "",
                   "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
-                  + " | solved at | reached the vest | greedy | machine |",
+                  + " | solved at | reached the vest | greedy (distinct) | machine |",
                   "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
-                greedy = (run["greedy_eval"] or {}).get("success_rate")
+                greedy = greedy_cell(run["greedy_eval"] or {})
                 lines.append(f"| {METHOD_LABELS[method]} | {seed} | {short(run['global_step'])} | "
                              + " | ".join(cell(run["success_at"].get(str(m))) for m in milestones)
                              + f" | {short(run['first_solved']) if run['first_solved'] else '-'} | "
-                             + f"{'yes' if run['reached_vest'] else 'no'} | {cell(greedy)} | "
+                             + f"{'yes' if run['reached_vest'] else 'no'} | {greedy} | "
                              + f"{run.get('machine') or '-'} |")
             lines.append(f"| {METHOD_LABELS[method]} | mean | | "
                          + " | ".join(cell(summary["mean_success_at"][str(m)]) for m in milestones)

@@ -17,6 +17,7 @@ import tensorflow as tf
 from conftest import ROOT
 from test_distributed import free_exp_id, launch
 
+import demo as playback
 import plots
 import status
 
@@ -112,7 +113,55 @@ def test_ctrl_c_during_playback_keeps_the_episodes_played(cartpole_run, tmp_path
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     played = summary["episodes"]
     assert summary["interrupted"] and 2 <= played < 100000 and len(summary["episode_details"]) == played
-    assert f"over {played} episodes (interrupted: {played} of 100000 played)" in text, text
+    assert f"over {played} episodes, {summary['distinct_episodes']} distinct (interrupted: {played} of 100000 played)" \
+        in text, text
+
+
+class FixedStartGame:
+    """A deterministic game with one start: 6 steps whatever the actions; it keeps the actions it was given."""
+
+    class action_space:
+        n = 3
+
+    def reset(self, seed=None):
+        self.actions = []
+        return 0, {}
+
+    def step(self, action):
+        self.actions.append(action)
+        return len(self.actions), 0.0, len(self.actions) == 6, False, {}
+
+
+class AlwaysZero:
+    """A greedy policy that takes action 0 and counts the frames it was shown."""
+
+    def reset(self):
+        self.frames = 0
+
+    def act(self, observation, greedy):
+        self.frames += 1
+        return 0
+
+    def bonus(self, *transition):
+        return 0.0
+
+
+def test_random_starts_make_greedy_episodes_of_a_deterministic_game_differ():
+    game, agent = FixedStartGame(), AlwaysZero()
+
+    def play(random_start, rng):
+        episode, _, _ = playback.play_episode(game, agent, True, rng, 100, False, False, random_start=random_start)
+        assert agent.frames == 6, "the policy sees every frame, the random ones too (its LSTM state follows them)"
+        first = episode["random_steps"]
+        assert 0 <= first <= random_start and game.actions[first:] == [0] * (6 - first)
+        return episode
+
+    rng = np.random.default_rng(0)
+    replayed = [play(0, rng) for _ in range(5)]
+    assert playback.summarise(replayed)["distinct_episodes"] == 1, "one trajectory, five times"
+    varied = [play(4, rng) for _ in range(20)]
+    assert {episode["random_steps"] for episode in varied} == {0, 1, 2, 3, 4}
+    assert playback.summarise(varied)["distinct_episodes"] > 5
 
 
 def test_playback_without_a_checkpoint_is_a_one_line_error(tmp_path):

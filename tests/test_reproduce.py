@@ -132,6 +132,35 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     assert "| ICM | 0 | 3M | 0.00 | 2.98M | yes | - | - |" in (report_dir / "results.md").read_text()
 
 
+def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(tmp_path, monkeypatch):
+    out, report_dir = tmp_path / "study", tmp_path / "report"
+    log_dir = out / "runs" / "doomSparse-icm-s0"
+    write_episodes(log_dir, [1] * 100)
+    (log_dir / "train").mkdir()
+    (log_dir / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
+    summary = out / "eval" / "doomSparse-icm-s0" / "summary.json"
+    summary.parent.mkdir(parents=True)
+    # the evaluation of an earlier sitting: greedy from the fixed start, one trajectory twenty times
+    summary.write_text(json.dumps({"episodes": 20, "success_rate": 1.0, "distinct_episodes": 1}))
+    calls = []
+
+    def demo_py(argv, **kwargs):
+        calls.append(argv)
+        start = int(argv[argv.index("--random-start") + 1])
+        summary.write_text(json.dumps({"episodes": 20, "success_rate": 0.85, "distinct_episodes": 19,
+                                       "random_start": start}))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(reproduce, "subprocess", type("Subprocess", (), {"run": staticmethod(demo_py)}))
+    results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
+    assert len(calls) == 1 and calls[0][calls[0].index("--random-start") + 1] == "30" and "--greedy" in calls[0]
+    run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
+    assert run["greedy_eval"]["success_rate"] == 0.85
+    assert "| ICM | 0 | 1M | 1.00 | 1M | yes | 0.85 (19) |" in (report_dir / "results.md").read_text()
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
+    assert len(calls) == 1, "an evaluation of this checkpoint made this way is read back, not made again"
+
+
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
     import numpy as np
 
