@@ -330,7 +330,9 @@ def archive_run(log_dir, archive, greedy_eval):
     if config is not None:
         logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
     logdir.write_json_atomically(os.path.join(archive, "run.json"), {
-        "global_step": reached, "greedy_eval": greedy_eval or kept.get("greedy_eval"),
+        "global_step": reached,
+        # an earlier evaluation stands only for the step it was made at: not beside a run that has gone on since
+        "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
         "machine": kept.get("machine") or machine()})
 
 

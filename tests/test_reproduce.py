@@ -160,6 +160,13 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 1, "an evaluation of this checkpoint made this way is read back, not made again"
 
+    write_episodes(log_dir, [1] * 150)  # the run went on (a relaunch with more --steps), and is going now
+    monkeypatch.setattr(reproduce.train, "run_processes", lambda log_dir: {4242: ["worker.py"]})
+    results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
+    run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
+    assert run["global_step"] == 1_500_000 and run["greedy_eval"] is None and len(calls) == 1
+    assert "| ICM | 0 | 1.5M | 1.00 | 1M | yes | - |" in (report_dir / "results.md").read_text()
+
 
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
     import numpy as np
