@@ -29,9 +29,11 @@ import envs
 import logdir
 
 FIGURE_SIZE = (8, 5)  # inches; at DPI below: 800x500 pixels
+PANEL_WIDTH, PANEL_HEIGHT = 5, 3.6  # inches per panel of a figure of several tasks
 DPI = 100
 GRID_POINTS = 200  # seeds are interpolated onto this many global steps before they are averaged
 VISIT_CELL = 16.0  # map units per heatmap cell
+CURVES = "curves.json"  # the numbers behind every figure of a folder
 
 
 def parse_groups(specs):
@@ -81,8 +83,9 @@ def aggregate(series):
     return grid, curves.mean(0), curves.min(0), curves.max(0)
 
 
-def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes"):
-    """One figure of `column` against global steps (axis 'steps') or minutes ('time'); its data, or None."""
+def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes", kept=None):
+    """One figure of `column` against global steps (axis 'steps') or minutes ('time'); its data, or None. `kept`:
+    curves of an earlier figure ({label: its data}) drawn as they were, for configurations whose runs are gone."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -103,22 +106,53 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
             grid, mean, low, high = aggregate(series)
             data[label] = {"x": grid.tolist(), "mean": mean.tolist(), "min": low.tolist(), "max": high.tolist(),
                            "runs": len(series)}
+    for label, curve in (kept or {}).items():
+        data.setdefault(label, curve)
     if not data:
         return None
     figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
-    for label, curve in data.items():
-        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})")
-        if curve["runs"] > 1:
-            axes.fill_between(curve["x"], curve["min"], curve["max"], color=line.get_color(), alpha=0.2)
-    axes.set_xlabel("global steps" if axis == "steps" else "wall-clock minutes")
-    axes.set_ylabel(ylabel)
-    axes.set_title(title)
-    axes.grid(alpha=0.3)
-    axes.legend()
+    draw_curves(axes, data, "global steps" if axis == "steps" else "wall-clock minutes", ylabel, title)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
     return data
+
+
+def draw_curves(axes, data, xlabel, ylabel, title):
+    """Each configuration's mean over its seeds, with the min-max band where there are several."""
+    for label, curve in data.items():
+        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})")
+        if curve["runs"] > 1:
+            axes.fill_between(curve["x"], curve["min"], curve["max"], color=line.get_color(), alpha=0.2)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+
+
+def panels_figure(rows, path):
+    """Curves of several tasks side by side, a row per measure, like the paper's Figure 5: `rows` is {y label:
+    {task: curve_figure's data for that task}}; every row has the same tasks (a missing one is left blank) and
+    one y scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(task for panels in rows.values() for task in panels))
+    figure, grid = plt.subplots(len(rows), len(tasks), figsize=(PANEL_WIDTH * len(tasks), PANEL_HEIGHT * len(rows)),
+                                dpi=DPI, squeeze=False, sharey="row")
+    for row, (ylabel, panels) in zip(grid, rows.items()):
+        for axes, task in zip(row, tasks):
+            if task in panels:
+                draw_curves(axes, panels[task], "global steps", ylabel, task)
+            else:
+                axes.set_axis_off()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return {ylabel: list(panels) for ylabel, panels in rows.items()}
 
 
 def eval_series(log_dir):
@@ -186,14 +220,17 @@ FIGURES = [  # file, column, axis, y label, title, source
 ]
 
 
-def make_plots(groups, out, smooth):
-    """Write every figure that has data; return {file: data} (also written as curves.json)."""
+def make_plots(groups, out, smooth, kept=None):
+    """Write every figure that has data; return {file: data} (also written as curves.json). `kept`: {file: {label:
+    data}} of an earlier curves.json, drawn again for the labels that `groups` lacks."""
     os.makedirs(out, exist_ok=True)
-    written = {}
+    written, kept = {}, kept or {}
     for name, column, axis, ylabel, title, source in FIGURES:
-        if column == "bonus" and not any(has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
+        if column == "bonus" and not kept.get(name) and not any(
+                has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
             continue
-        data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source)
+        data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source,
+                            kept.get(name))
         if data is not None:
             written[name] = data
     for label, dirs in groups.items():
@@ -201,7 +238,10 @@ def make_plots(groups, out, smooth):
         data = visits_figure(label, dirs, os.path.join(out, name))
         if data is not None:
             written[name] = data
-    with open(os.path.join(out, "curves.json"), "w") as handle:
+    for name, data in kept.items():  # kept figures not drawn again (a map's picture): their numbers stay
+        if data and name not in written and os.path.exists(os.path.join(out, name)):
+            written[name] = data
+    with open(os.path.join(out, CURVES), "w") as handle:
         json.dump(written, handle)
     return written
 

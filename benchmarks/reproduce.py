@@ -61,6 +61,8 @@ DEFAULT_AT = ("1M", "2M", "3M", "5M", "7M")
 ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
                             "success", "distance")
 ARCHIVED_VISITS = 20_000
+FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, plots.py's figure of that measure)
+FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"))
 
 
 def parse_steps(text):
@@ -394,10 +396,8 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
                     rows.setdefault(task, {}).setdefault(method, {})[int(seed)] = run
     if not found and not rows:
         raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
+    figure = plot_tasks(found, report_dir)
     for task, methods in found.items():
-        groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
-                  for method in METHODS if method in methods}
-        plots.make_plots(groups, os.path.join(report_dir, task), smooth=WINDOW)
         for method, seeds in methods.items():
             for seed, archive in seeds.items():
                 kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
@@ -405,7 +405,8 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
                 summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
                                machine=kept.get("machine"))
                 rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
-    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {}}
+    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {},
+               "figure": {"file": FIGURE, "panels": figure}}
     for task in sorted(rows, key=task_order):
         results["tasks"][task] = {}
         for method in (method for method in METHODS if method in rows[task]):
@@ -420,6 +421,35 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
     with open(os.path.join(report_dir, "results.md"), "w") as handle:
         handle.write(markdown(results))
     return results
+
+
+def plot_tasks(found, report_dir):
+    """plots.py's figures of each task (ICM and A3C on each, the seeds' mean and band), then the tasks side by side
+    in FIGURE, as the paper's Figure 5; that figure's panels ({y label: [task, ...]})."""
+    rows = {}
+    earlier_tasks = [name for name in os.listdir(report_dir)
+                     if os.path.isfile(os.path.join(report_dir, name, plots.CURVES))]
+    for task in sorted(set(found) | set(earlier_tasks), key=task_order):
+        methods = found.get(task, {})
+        groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
+                  for method in METHODS if method in methods}
+        kept = kept_curves(report_dir, task, groups)
+        written = plots.make_plots(groups, os.path.join(report_dir, task), WINDOW, kept)
+        for ylabel, name in FIGURE_ROWS:
+            if name in written:
+                rows.setdefault(ylabel, {})[task] = written[name]
+    return plots.panels_figure(rows, os.path.join(report_dir, FIGURE)) if rows else None
+
+
+def kept_curves(report_dir, task, groups):
+    """The curves of the task's earlier figures whose runs the report no longer has (no archive: their folders
+    were lost with an earlier machine), so that they stay in the figures: {figure: {label: data}}."""
+    earlier = logdir.read_json(os.path.join(report_dir, task, plots.CURVES)) or {}
+    kept = {name: {label: curve for label, curve in data.items() if label not in groups}
+            for name, data in earlier.items() if name.endswith(("_vs_steps.png", "_vs_time.png"))}
+    kept.update({name: data for name, data in earlier.items()  # a map's picture stays as it was drawn
+                 if name.startswith("visits_") and name[len("visits_"):-len(".png")] not in groups})
+    return kept
 
 
 def task_order(task):

@@ -72,6 +72,8 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     assert "| A3C | mean | | 0.01 | - | - | - | 0 of 2 | 1 of 2 | |" in table  # 0.005 rounds to 0.01
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
+    assert results["figure"]["panels"] == {"game reward per episode": ["doom"], "success rate": ["doom"]}
+    assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
 def write_visits(log_dir, count):
@@ -101,6 +103,9 @@ def test_runs_of_an_earlier_sitting_on_another_machine_stay_in_the_report(tmp_pa
     assert icm["seeds"]["1"]["success_at"]["1000000"] == 1.0 and icm["runs"] == 2
     assert icm["mean_success_at"]["1000000"] == pytest.approx(0.5)  # seed 0: 0.0 at 1M, seed 1: 1.0
     assert after["tasks"]["doom"]["a3c"]["seeds"]["0"]["global_step"] == 1_500_000
+    write_episodes(second / "runs" / "doomSparse-icm-s0", [0] * 10)
+    after = reproduce.report(str(second), str(report_dir), milestones, eval_episodes=0)
+    assert after["figure"]["panels"]["success rate"] == ["doom", "doomSparse"]  # the paper's order, side by side
     curves = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert curves["success_vs_steps.png"]["ICM"]["runs"] == 2 and curves["success_vs_steps.png"]["A3C"]["runs"] == 1
     assert curves["visits_ICM.png"]["positions"] == 50
@@ -130,6 +135,14 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     assert list(results["tasks"]) == ["doom", "doomSparse"]
     assert results["tasks"]["doom"]["icm"]["seeds"]["0"] == row
     assert "| ICM | 0 | 3M | 0.00 | 2.98M | yes | - | - |" in (report_dir / "results.md").read_text()
+    # its curves stay in the figures too, drawn from the earlier curves.json, beside the runs made since
+    curves_before = json.loads((report_dir / "doom" / "curves.json").read_text())
+    assert results["figure"]["panels"]["success rate"] == ["doom", "doomSparse"]
+    write_episodes(tmp_path / "c" / "runs" / "doom-a3c-s0", [0] * 20)
+    reproduce.report(str(tmp_path / "c"), str(report_dir), [1_000_000], eval_episodes=0)
+    curves = json.loads((report_dir / "doom" / "curves.json").read_text())
+    assert curves["success_vs_steps.png"]["ICM"] == curves_before["success_vs_steps.png"]["ICM"]
+    assert curves["success_vs_steps.png"]["A3C"]["x"][-1] == 200_000  # 20 episodes, 10k steps apart
 
 
 def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(tmp_path, monkeypatch):
