@@ -3,6 +3,8 @@
 
     python demo.py --log-dir tmp/doom --episodes 5 --record          # the latest checkpoint, sampled policy
     python demo.py --log-dir tmp/doom --greedy --env-id doomSparse    # the same weights, another start
+    python demo.py --log-dir tmp/doom --greedy --episodes 20 --random-start 30  # an evaluation: greedy play,
+                                                                      # each episode begun with 0-30 random actions
     python demo.py --log-dir tmp/doom --random --episodes 20          # the random-agent baseline
     python demo.py --log-dir tmp/random-mario --random --env-id mario  # a baseline without any run
     python demo.py --log-dir tmp/doom --watch --every 50000           # evaluate each new checkpoint (train.py
