@@ -83,9 +83,10 @@ def aggregate(series):
     return grid, curves.mean(0), curves.min(0), curves.max(0)
 
 
-def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes", kept=None):
+def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes", kept=None, order=None):
     """One figure of `column` against global steps (axis 'steps') or minutes ('time'); its data, or None. `kept`:
-    curves of an earlier figure ({label: its data}) drawn as they were, for configurations whose runs are gone."""
+    curves of an earlier figure ({label: its data}) drawn as they were, for configurations whose runs are gone;
+    `order`: labels in the order to draw them (so that a label keeps its colour from one figure to the next)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,6 +109,8 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
                            "runs": len(series)}
     for label, curve in (kept or {}).items():
         data.setdefault(label, curve)
+    if order:
+        data = dict(sorted(data.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
     if not data:
         return None
     figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
@@ -118,10 +121,11 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
     return data
 
 
-def draw_curves(axes, data, xlabel, ylabel, title):
+def draw_curves(axes, data, xlabel, ylabel, title, colors=None):
     """Each configuration's mean over its seeds, with the min-max band where there are several."""
     for label, curve in data.items():
-        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})")
+        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})",
+                          color=(colors or {}).get(label))
         if curve["runs"] > 1:
             axes.fill_between(curve["x"], curve["min"], curve["max"], color=line.get_color(), alpha=0.2)
     axes.set_xlabel(xlabel)
@@ -141,12 +145,14 @@ def panels_figure(rows, path):
     import matplotlib.pyplot as plt
 
     tasks = list(dict.fromkeys(task for panels in rows.values() for task in panels))
+    labels = dict.fromkeys(label for panels in rows.values() for data in panels.values() for label in data)
+    colors = {label: f"C{index}" for index, label in enumerate(labels)}  # one colour per label in every panel
     figure, grid = plt.subplots(len(rows), len(tasks), figsize=(PANEL_WIDTH * len(tasks), PANEL_HEIGHT * len(rows)),
                                 dpi=DPI, squeeze=False, sharey="row")
     for row, (ylabel, panels) in zip(grid, rows.items()):
         for axes, task in zip(row, tasks):
             if task in panels:
-                draw_curves(axes, panels[task], "global steps", ylabel, task)
+                draw_curves(axes, panels[task], "global steps", ylabel, task, colors)
             else:
                 axes.set_axis_off()
     figure.tight_layout()
@@ -220,9 +226,9 @@ FIGURES = [  # file, column, axis, y label, title, source
 ]
 
 
-def make_plots(groups, out, smooth, kept=None):
+def make_plots(groups, out, smooth, kept=None, order=None):
     """Write every figure that has data; return {file: data} (also written as curves.json). `kept`: {file: {label:
-    data}} of an earlier curves.json, drawn again for the labels that `groups` lacks."""
+    data}} of an earlier curves.json, drawn again for the labels that `groups` lacks; `order`: curve_figure's."""
     os.makedirs(out, exist_ok=True)
     written, kept = {}, kept or {}
     for name, column, axis, ylabel, title, source in FIGURES:
@@ -230,7 +236,7 @@ def make_plots(groups, out, smooth, kept=None):
                 has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
             continue
         data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source,
-                            kept.get(name))
+                            kept.get(name), order)
         if data is not None:
             written[name] = data
     for label, dirs in groups.items():

@@ -143,6 +143,7 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     curves = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert curves["success_vs_steps.png"]["ICM"] == curves_before["success_vs_steps.png"]["ICM"]
     assert curves["success_vs_steps.png"]["A3C"]["x"][-1] == 200_000  # 20 episodes, 10k steps apart
+    assert list(curves["success_vs_steps.png"]) == ["ICM", "A3C"], "each method keeps its place, and its colour"
 
 
 def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(tmp_path, monkeypatch):
