@@ -74,19 +74,23 @@ def trailing_mean(values, window):
     return (sums[ends] - sums[ends - counts]) / counts
 
 
-def aggregate(series):
-    """Seeds on a common grid up to the shortest run: (grid, mean, min, max)."""
-    end = min(x[-1] for x, _ in series)
+def aggregate(series, cover="all"):
+    """Seeds on a common grid: (grid, mean, min, max). cover "all": up to the shortest run, every point the mean
+    of every seed; "any": up to the longest, each point the mean (and band) of the seeds that got there, so that
+    a seed still running does not cut the others' curves short."""
     start = max(x[0] for x, _ in series)
+    end = (min if cover == "all" else max)(x[-1] for x, _ in series)
     grid = np.linspace(start, end, GRID_POINTS) if end > start else np.array([start])
-    curves = np.array([np.interp(grid, x, y) for x, y in series])
-    return grid, curves.mean(0), curves.min(0), curves.max(0)
+    curves = np.ma.masked_invalid([np.interp(grid, x, y, right=np.nan) for x, y in series])
+    return grid, curves.mean(0).filled(np.nan), curves.min(0).filled(np.nan), curves.max(0).filled(np.nan)
 
 
-def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes", kept=None, order=None):
+def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="episodes", kept=None, order=None,
+                 cover="all"):
     """One figure of `column` against global steps (axis 'steps') or minutes ('time'); its data, or None. `kept`:
     curves of an earlier figure ({label: its data}) drawn as they were, for configurations whose runs are gone;
-    `order`: labels in the order to draw them (so that a label keeps its colour from one figure to the next)."""
+    `order`: labels in the order to draw them (so that a label keeps its colour from one figure to the next);
+    `cover`: aggregate's."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,9 +108,9 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
                 steps, minutes, values = found
                 series.append((steps if axis == "steps" else minutes, values))
         if series:
-            grid, mean, low, high = aggregate(series)
+            grid, mean, low, high = aggregate(series, cover)
             data[label] = {"x": grid.tolist(), "mean": mean.tolist(), "min": low.tolist(), "max": high.tolist(),
-                           "runs": len(series)}
+                           "runs": len(series), "ends": sorted(float(x[-1]) for x, _ in series)}
     for label, curve in (kept or {}).items():
         data.setdefault(label, curve)
     if order:
@@ -124,8 +128,7 @@ def curve_figure(groups, column, axis, smooth, ylabel, title, path, source="epis
 def draw_curves(axes, data, xlabel, ylabel, title, colors=None):
     """Each configuration's mean over its seeds, with the min-max band where there are several."""
     for label, curve in data.items():
-        line, = axes.plot(curve["x"], curve["mean"], label=f"{label} ({curve['runs']} run{'s' * (curve['runs'] > 1)})",
-                          color=(colors or {}).get(label))
+        line, = axes.plot(curve["x"], curve["mean"], label=legend(label, curve), color=(colors or {}).get(label))
         if curve["runs"] > 1:
             axes.fill_between(curve["x"], curve["min"], curve["max"], color=line.get_color(), alpha=0.2)
     axes.set_xlabel(xlabel)
@@ -133,6 +136,13 @@ def draw_curves(axes, data, xlabel, ylabel, title, colors=None):
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend()
+
+
+def legend(label, curve):
+    """'ICM (3 runs)'; where the runs end at different steps, also how far the shortest got."""
+    runs, ends = curve["runs"], curve.get("ends") or []
+    shorter = f", the shortest to {ends[0]:,.0f}" if len(set(ends)) > 1 and ends[0] < curve["x"][-1] else ""
+    return f"{label} ({runs} run{'s' * (runs > 1)}{shorter})"
 
 
 def panels_figure(rows, path):
@@ -226,9 +236,10 @@ FIGURES = [  # file, column, axis, y label, title, source
 ]
 
 
-def make_plots(groups, out, smooth, kept=None, order=None):
+def make_plots(groups, out, smooth, kept=None, order=None, cover="all"):
     """Write every figure that has data; return {file: data} (also written as curves.json). `kept`: {file: {label:
-    data}} of an earlier curves.json, drawn again for the labels that `groups` lacks; `order`: curve_figure's."""
+    data}} of an earlier curves.json, drawn again for the labels that `groups` lacks; `order`, `cover`:
+    curve_figure's."""
     os.makedirs(out, exist_ok=True)
     written, kept = {}, kept or {}
     for name, column, axis, ylabel, title, source in FIGURES:
@@ -236,7 +247,7 @@ def make_plots(groups, out, smooth, kept=None, order=None):
                 has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
             continue
         data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source,
-                            kept.get(name), order)
+                            kept.get(name), order, cover)
         if data is not None:
             written[name] = data
     for label, dirs in groups.items():

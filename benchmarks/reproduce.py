@@ -434,7 +434,9 @@ def plot_tasks(found, report_dir):
         groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
                   for method in METHODS if method in methods}
         kept = kept_curves(report_dir, task, groups)
-        written = plots.make_plots(groups, os.path.join(report_dir, task), WINDOW, kept, list(METHOD_LABELS.values()))
+        # cover "any": a seed that is still running must not cut the finished seeds' curves short
+        written = plots.make_plots(groups, os.path.join(report_dir, task), WINDOW, kept, list(METHOD_LABELS.values()),
+                                   cover="any")
         for ylabel, name in FIGURE_ROWS:
             if name in written:
                 rows.setdefault(ylabel, {})[task] = written[name]

@@ -9,10 +9,12 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import plots  # noqa: E402
 import reproduce  # noqa: E402
 
 HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated", "bonus",
@@ -109,6 +111,23 @@ def test_runs_of_an_earlier_sitting_on_another_machine_stay_in_the_report(tmp_pa
     curves = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert curves["success_vs_steps.png"]["ICM"]["runs"] == 2 and curves["success_vs_steps.png"]["A3C"]["runs"] == 1
     assert curves["visits_ICM.png"]["positions"] == 50
+
+
+def test_a_seed_still_running_does_not_cut_the_finished_seeds_curves_short(tmp_path):
+    out = tmp_path / "study"
+    write_episodes(out / "runs" / "doom-icm-s0", ICM_SEED_0)  # to 3M
+    write_episodes(out / "runs" / "doom-icm-s1", [1] * 50)  # to 0.5M so far
+    reproduce.report(str(out), str(tmp_path / "report"), [1_000_000], eval_episodes=0)
+    curve = json.loads((tmp_path / "report" / "doom" / "curves.json").read_text())["success_vs_steps.png"]["ICM"]
+    x, mean, low, high = (np.array(curve[key]) for key in ("x", "mean", "min", "max"))
+    assert x[-1] == 3_000_000 and curve["runs"] == 2 and curve["ends"] == [500_000, 3_000_000]
+    both, one = x <= 500_000, x > 500_000
+    assert (low[both] < high[both]).any(), "where both seeds got to, the band spans them"
+    assert np.allclose(low[one], high[one]) and np.allclose(mean[one], low[one]), "beyond, seed 0 alone"
+    assert mean[-1] == pytest.approx(0.9)  # seed 0's last 100 episodes
+    plain = plots.make_plots({"ICM": [str(out / "runs" / "doom-icm-s0"), str(out / "runs" / "doom-icm-s1")]},
+                             str(tmp_path / "plain"), 100)
+    assert plain["success_vs_steps.png"]["ICM"]["x"][-1] == 500_000, "plots.py itself averages where all seeds are"
 
 
 def test_a_run_the_report_holds_further_is_not_replaced_by_a_shorter_copy(tmp_path):
