@@ -292,7 +292,10 @@ def first_solved(steps, success, window=WINDOW, threshold=SOLVED):
 
 def run_summary(log_dir, milestones, reached):
     steps, success = episode_arrays(log_dir, "success")
-    return {"log_dir": log_dir, "global_step": reached, "episodes": int(len(success)),
+    config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
+    budget = config.get("hyperparameters", {}).get("max_global_steps")
+    return {"log_dir": log_dir, "global_step": reached, "budget": budget,
+            "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "reached_vest": bool(success.any()) if len(success) else False}
@@ -464,6 +467,12 @@ def short(steps):
     return f"{steps / 1e6:.3g}M" if steps >= 10 ** 6 else f"{steps / 1e3:.0f}k"
 
 
+def steps_cell(run):
+    """The steps a run got to, and its budget where it has not got there yet (a run still going on)."""
+    budget = run.get("budget")
+    return short(run["global_step"]) + (f" of {short(budget)}" if budget and run["global_step"] < budget else "")
+
+
 def cell(value, digits=2):
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -481,9 +490,10 @@ def markdown(results):
              f"get there. Solved: the first {results['window']} episodes with >= {results['solved_at']:.0%} "
              "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation, each episode "
              f"begun with 0 to {constants.EVAL_RANDOM_START} random actions; in brackets, how many of its episodes "
-             "took different actions (none given: an evaluation from before the random start). Machine: the host "
-             "and cores of the sitting that last reported the run (`-`: an earlier report's row, its episodes not "
-             "kept).", ""]
+             "took different actions (none given: an evaluation from before the random start). Steps run: `of N` "
+             "where a run has not reached its budget of N steps yet (still going on, or stopped short). Machine: the "
+             "host and cores of the sitting that last reported the run (`-`: an earlier report's row, its episodes "
+             "not kept).", ""]
     for task, methods in results["tasks"].items():
         lines += [f"### {task}", "",
                   "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
@@ -492,7 +502,7 @@ def markdown(results):
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 greedy = greedy_cell(run["greedy_eval"] or {})
-                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {short(run['global_step'])} | "
+                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {steps_cell(run)} | "
                              + " | ".join(cell(run["success_at"].get(str(m))) for m in milestones)
                              + f" | {short(run['first_solved']) if run['first_solved'] else '-'} | "
                              + f"{'yes' if run['reached_vest'] else 'no'} | {greedy} | "

@@ -117,7 +117,12 @@ def test_a_seed_still_running_does_not_cut_the_finished_seeds_curves_short(tmp_p
     out = tmp_path / "study"
     write_episodes(out / "runs" / "doom-icm-s0", ICM_SEED_0)  # to 3M
     write_episodes(out / "runs" / "doom-icm-s1", [1] * 50)  # to 0.5M so far
+    for seed in (0, 1):
+        (out / "runs" / f"doom-icm-s{seed}" / "config.json").write_text(json.dumps(
+            {"hyperparameters": {"max_global_steps": 3_000_000}}))  # config.json's shape
     reproduce.report(str(out), str(tmp_path / "report"), [1_000_000], eval_episodes=0)
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "| ICM | 0 | 3M | 0.00 |" in table and "| ICM | 1 | 500k of 3M | - |" in table
     curve = json.loads((tmp_path / "report" / "doom" / "curves.json").read_text())["success_vs_steps.png"]["ICM"]
     x, mean, low, high = (np.array(curve[key]) for key in ("x", "mean", "min", "max"))
     assert x[-1] == 3_000_000 and curve["runs"] == 2 and curve["ends"] == [500_000, 3_000_000]
