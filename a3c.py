@@ -1,7 +1,7 @@
 """Rollouts and learning.
 
-Data path: `env.step` -> `env_runner` (policy acts) -> `PartialRollout` -> queue -> `A3C.process`
-(sync global -> local, advantages, apply gradients to the global variables on the parameter server).
+Data path: `env.step` -> `env_runner` (policy acts, curiosity bonus) -> `PartialRollout` -> queue -> `A3C.process`
+(advantages, sync global -> local, apply gradients to the global variables on the parameter server).
 Only the trainer thread runs train ops; the runner thread only acts.
 """
 import collections
@@ -19,9 +19,10 @@ import scipy.signal
 import tensorflow as tf
 
 from constants import CURIOSITY_CHOICES
+import curiosity
 import logdir
 from envs import GAME_METRICS, GameRecord
-from model import LSTMPolicy, StateActionPredictor, StatePredictor
+from model import LSTMPolicy
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -44,38 +45,65 @@ def discount(x, gamma):
 Batch = collections.namedtuple("Batch", [
     "observations",  # [T, *obs]: s_0 .. s_T-1, a view of `frames`
     "actions", "advantages", "returns",  # [T]
+    "returns_int",  # [T] the bonus's own returns on the two-stream path, else None
     "features",  # the LSTM state at the rollout's start
     "frames",  # [T + 1, *obs]: s_0 .. s_T, every frame of the rollout copied once
 ])
 
+# The bonus as a stream of its own (Config.two_streams): its discount, the weights of the two advantages in
+# their sum, and whether its return ends with the episode.
+IntrinsicStream = collections.namedtuple("IntrinsicStream", ["gamma", "ext_coef", "int_coef", "episodic"])
 
-def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_scale=1.0):
-    """Discounted returns and GAE advantages of a rollout, bootstrapped from V(last state) unless terminal.
 
-    The reward of a step is the (scaled) extrinsic reward plus the curiosity bonus; with `reward_clip` the
-    extrinsic reward and then the sum are clipped to [-reward_clip, reward_clip], as in the original.
+def returns_and_advantages(rewards, values, bootstrap, gamma, gae_lambda):
+    """Discounted returns and GAE advantages of T rewards, the values V(s_0..s_T-1) and V(s_T) = `bootstrap`.
 
     returns[t] = sum_k gamma^k r[t+k] + gamma^(T-t) V(s_T)                         (A3C, Mnih et al. 2016)
     advantages[t] = sum_k (gamma * lambda)^k delta[t+k], delta[t] = r[t] + gamma V(s[t+1]) - V(s[t])
                                                                         (GAE, Schulman et al. 2016, eq. 16)
     """
+    values = np.append(np.asarray(values, np.float64), bootstrap)
+    returns = discount(np.append(rewards, bootstrap), gamma)[:-1]
+    deltas = rewards + gamma * values[1:] - values[:-1]
+    return returns, discount(deltas, gamma * gae_lambda)
+
+
+def process_rollout(rollout, gamma, gae_lambda=1.0, reward_clip=None, reward_scale=1.0, intrinsic=None):
+    """Returns and advantages of a rollout, bootstrapped from V(last state) unless terminal.
+
+    One stream (the original): the reward of a step is the (scaled) extrinsic reward plus the curiosity bonus;
+    with `reward_clip` the extrinsic reward and then the sum are clipped to [-reward_clip, reward_clip].
+    Two streams (`intrinsic`, an IntrinsicStream): the extrinsic reward, clipped alone, and the bonus have a
+    return and a value head each; the bonus's return has its own gamma and, unless episodic, goes on across the
+    episode's end (bootstrapped from V_int of the next episode's first state, as RND's non-episodic return);
+    advantages = ext_coef x A_ext + int_coef x A_int (Burda et al. 2018).
+    """
     rewards = np.asarray(rollout.rewards, np.float64) * reward_scale
     if reward_clip is not None:
         rewards = np.clip(rewards, -reward_clip, reward_clip)
-    if rollout.bonuses:
+    if rollout.bonuses and intrinsic is None:
         rewards = rewards + np.asarray(rollout.bonuses, np.float64)
         if reward_clip is not None:
             rewards = np.clip(rewards, -reward_clip, reward_clip)
     bootstrap = 0.0 if rollout.terminal else float(rollout.bootstrap_value)
-    values = np.append(np.asarray(rollout.values, np.float64), bootstrap)
-    returns = discount(np.append(rewards, bootstrap), gamma)[:-1]
-    deltas = rewards + gamma * values[1:] - values[:-1]
-    advantages = discount(deltas, gamma * gae_lambda)
+    returns, advantages = returns_and_advantages(rewards, rollout.values, bootstrap, gamma, gae_lambda)
+    returns_int = None
+    if intrinsic is not None:
+        if intrinsic.episodic:
+            bootstrap_int = 0.0 if rollout.terminal else rollout.bootstrap_value_int
+        else:
+            bootstrap_int = rollout.next_episode_value_int if rollout.episode_end else rollout.bootstrap_value_int
+        bonuses = np.asarray(rollout.bonuses, np.float64) if rollout.bonuses else np.zeros(len(rollout))
+        returns_int, advantages_int = returns_and_advantages(bonuses, rollout.values_int, float(bootstrap_int),
+                                                             intrinsic.gamma, gae_lambda)
+        advantages = intrinsic.ext_coef * advantages + intrinsic.int_coef * advantages_int
+        returns_int = returns_int.astype(np.float32)
     frames = np.asarray(rollout.observations + [rollout.last_observation], np.float32)
     return Batch(observations=frames[:-1],
                  actions=np.asarray(rollout.actions, np.int32),
                  advantages=advantages.astype(np.float32),
                  returns=returns.astype(np.float32),
+                 returns_int=returns_int,
                  features=rollout.features,
                  frames=frames)
 
@@ -85,6 +113,7 @@ SequenceBatch = collections.namedtuple("SequenceBatch", [
     "lengths",  # [B]
     "features",  # LSTMState of [B, lstm]: each sequence's state at its start
     "actions", "advantages", "returns",  # [N]: the N = sum(lengths) steps, sequence after sequence
+    "returns_int",  # [N] on the two-stream path, else None
     "sequences",  # per sequence, its frames s_0 .. s_T: what the curiosity predictor is fed
 ])
 
@@ -92,7 +121,7 @@ SequenceBatch = collections.namedtuple("SequenceBatch", [
 def stack_batches(batches):
     """Several rollouts' Batches as one update: padded sequences for the LSTM, the steps concatenated."""
     lengths = np.array([len(batch.actions) for batch in batches], np.int32)
-    first = batches[0].observations
+    first, first_int = batches[0].observations, batches[0].returns_int
     if len(batches) == 1:
         observations = first[None]
     else:
@@ -100,10 +129,11 @@ def stack_batches(batches):
         for row, batch in enumerate(batches):
             observations[row, :len(batch.actions)] = batch.observations
     features = type(batches[0].features)(*(np.concatenate(parts) for parts in zip(*(b.features for b in batches))))
+    returns_int = None if first_int is None else np.concatenate([batch.returns_int for batch in batches])
     return SequenceBatch(observations, lengths, features,
                          *(np.concatenate([getattr(batch, name) for batch in batches])
                            for name in ("actions", "advantages", "returns")),
-                         [batch.frames for batch in batches])
+                         returns_int, [batch.frames for batch in batches])
 
 
 class PartialRollout:
@@ -118,18 +148,24 @@ class PartialRollout:
         self.actions = []
         self.rewards = []
         self.values = []
+        self.values_int = []  # V_int per step, on the two-stream path
         self.bonuses = []  # curiosity bonus per step; empty without curiosity
+        self.bonus_data = []  # per step, what the bonus's scaler keeps for its statistics' update (RND's returns)
         self.last_observation = None  # s_T: the observation after the last step
         self.bootstrap_value = 0.0
+        self.bootstrap_value_int = 0.0  # V_int(s_T)
+        self.next_episode_value_int = 0.0  # V_int of the next episode's first state, after an episode end
         self.terminal = False
         self.episode_end = False
         self.features = features
 
-    def add(self, observation, action, reward, value):
+    def add(self, observation, action, reward, value, value_int=None):
         self.observations.append(observation)
         self.actions.append(action)
         self.rewards.append(reward)
         self.values.append(value)
+        if value_int is not None:
+            self.values_int.append(value_int)
 
     def extend(self, other):
         """Append the rollout that followed this one in the same episode."""
@@ -139,9 +175,13 @@ class PartialRollout:
         self.actions.extend(other.actions)
         self.rewards.extend(other.rewards)
         self.values.extend(other.values)
+        self.values_int.extend(other.values_int)
         self.bonuses.extend(other.bonuses)
+        self.bonus_data.extend(other.bonus_data)
         self.last_observation = other.last_observation
         self.bootstrap_value = other.bootstrap_value
+        self.bootstrap_value_int = other.bootstrap_value_int
+        self.next_episode_value_int = other.next_episode_value_int
         self.terminal = other.terminal
         self.episode_end = other.episode_end
 
@@ -303,8 +343,8 @@ def env_stepper(count, threads):
         yield pool.map
 
 
-def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=None, prediction_beta=0.0,
-               timings=None, step_all=map):
+def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, scaler=None, timings=None,
+               step_all=map):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -313,8 +353,10 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
     environment; a batch is yielded once every environment has ended at least one rollout since the last batch,
     so that with one environment each rollout is its own batch (the original algorithm) and with K the batch is
     [K, rollout_len] unless an episode ended. The act call after a rollout's cut also gives its bootstrap value
-    V(s_T); the act call after a batch is complete also gives, with a curiosity `predictor`, the bonus of every
-    step in it. Only a time-limit truncation costs one more call, for V of the truncated state.
+    V(s_T); the act call after a batch is complete also gives, with a curiosity `bonus`, the raw bonus of every
+    step in it, which its `scaler` (curiosity.py) turns into rewards. With a policy of two value heads, the act
+    call after an episode's end also gives V_int of the next episode's first state. Only a time-limit
+    truncation costs one more call, for V of the truncated state.
     `step_all(step_and_reset, envs, actions)` steps the environments (see env_stepper); their results are taken
     in order, so the data do not depend on how they were stepped.
     """
@@ -327,24 +369,30 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
     tallies = [EpisodeTally() for _ in range(count)]
     finished = []  # (rollout, index, tally) ended since the last batch, in order
     awaiting_value = []  # (rollout, index) cut at the last step: their V(s_T) comes with the next act call
+    awaiting_next_episode = []  # (rollout, index) that ended an episode: V_int of the next one's first state
+    two_streams = policy.value_int is not None
     while True:
         batch_complete = len({index for _, index, _ in finished}) == count
-        fetches, feed = [], None
-        if batch_complete and predictor is not None:
-            fetches = [predictor.bonus_per_step]
-            feed = predictor.feed_sequences([rollout.observations + [rollout.last_observation]
-                                             for rollout, _, _ in finished],
-                                            [action for rollout, _, _ in finished for action in rollout.actions])
-        with timings.phase("act_and_bonus" if fetches else "act"):
+        fetches, feed = [policy.value_int] if two_streams else [], None
+        bonus_now = batch_complete and bonus is not None
+        if bonus_now:
+            fetches += [bonus.bonus_per_step, *scaler.fetches]
+            feed = bonus.feed_sequences([rollout.observations + [rollout.last_observation]
+                                         for rollout, _, _ in finished],
+                                        [action for rollout, _, _ in finished for action in rollout.actions])
+        with timings.phase("act_and_bonus" if bonus_now else "act"):
             actions, values, state, fetched = policy.act_and_fetch(session, observations, state, fetches, feed)
+        values_int = fetched.pop(0) if two_streams else None
         for rollout, index in awaiting_value:
             rollout.bootstrap_value = float(values[index])
-        awaiting_value = []
+            if two_streams:
+                rollout.bootstrap_value_int = float(values_int[index])
+        for rollout, index in awaiting_next_episode:
+            rollout.next_episode_value_int = float(values_int[index])
+        awaiting_value, awaiting_next_episode = [], []
         if batch_complete:
-            if predictor is not None:
-                bonuses = [prediction_beta * float(loss) for loss in fetched[0]]
-                for rollout, _, _ in finished:
-                    rollout.bonuses, bonuses = bonuses[:len(rollout)], bonuses[len(rollout):]
+            if bonus_now:
+                scaler.assign(fetched[0], fetched[1:], [(rollout, index) for rollout, index, _ in finished])
             for rollout, _, tally in finished:
                 tally.bonus += sum(rollout.bonuses)
                 if rollout.episode_end:
@@ -355,7 +403,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
             steps = list(step_all(step_and_reset, envs, [int(action) for action in actions]))
         for index, (next_observation, reward, terminated, truncated, info, first_observation) in enumerate(steps):
             rollout, tally, action = rollouts[index], tallies[index], int(actions[index])
-            rollout.add(observations[index], action, reward, float(values[index]))
+            rollout.add(observations[index], action, reward, float(values[index]),
+                        float(values_int[index]) if two_streams else None)
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
             tally.length += 1
@@ -365,8 +414,12 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, predictor=Non
                 rollout.episode_end = True
                 rollout.terminal = bool(terminated)
                 if not terminated:
-                    rollout.bootstrap_value = float(
-                        policy.value_of(session, [next_observation], state_row(state, index))[0])
+                    value, value_int = policy.value_of(session, [next_observation], state_row(state, index))
+                    rollout.bootstrap_value = float(value[0])
+                    if two_streams:
+                        rollout.bootstrap_value_int = float(value_int[0])
+                if two_streams:
+                    awaiting_next_episode.append((rollout, index))
                 observations[index] = first_observation
                 reset_state_row(state, index, initial)
                 tallies[index] = EpisodeTally()
@@ -384,15 +437,15 @@ class RunnerThread(threading.Thread):
     A failure is kept in `error` for the trainer to re-raise; the thread never dies silently.
     """
 
-    def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, predictor=None, prediction_beta=0.0,
+    def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, bonus=None, scaler=None,
                  timings=None, env_threads=False):
         super().__init__(name="runner", daemon=True)
         self.envs = envs
         self.env_threads = env_threads
         self.timings = timings or Timings()
         self.policy = policy
-        self.predictor = predictor
-        self.prediction_beta = prediction_beta
+        self.bonus = bonus
+        self.scaler = scaler
         self.rollout_len = rollout_len
         self.on_episode_end = on_episode_end
         self.queue = queue.Queue(queue_size)
@@ -411,7 +464,7 @@ class RunnerThread(threading.Thread):
         try:
             with env_stepper(len(self.envs), self.env_threads) as step_all:
                 batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
-                                     self.predictor, self.prediction_beta, self.timings, step_all)
+                                     self.bonus, self.scaler, self.timings, step_all)
                 for batch in batches:
                     with self.timings.phase("queue_put"):
                         if not self._put(batch):
@@ -455,9 +508,13 @@ def a3c_losses(logits, values, actions, advantages, returns):
     log_probs = tf.nn.log_softmax(logits)  # [N, A]
     chosen_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)  # [N]
     policy_loss = -tf.reduce_mean(chosen_log_probs * advantages)
-    value_loss = 0.5 * tf.reduce_mean(tf.square(values - returns))
     entropy = tf.reduce_mean(-tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=1))
-    return Losses(policy_loss, value_loss, entropy)
+    return Losses(policy_loss, value_loss(values, returns), entropy)
+
+
+def value_loss(values, returns):
+    """0.5 * mean((V(s_t) - R_t)^2): the value head's loss, of each stream's head on the two-stream path."""
+    return 0.5 * tf.reduce_mean(tf.square(values - returns))
 
 
 # ---------------------------------------------------------------- the trainer
@@ -527,18 +584,18 @@ class EpisodeLogger:
 
 
 def build_networks(env, config, design_head=None, unsup="none"):
-    """The policy and, with curiosity, its predictor, in the current variable scope: (policy, predictor or None).
+    """The policy and, with curiosity, its bonus (curiosity.py), in the current variable scope: (policy, bonus or
+    None). The policy has a second value head when the bonus is a stream of its own (curiosity.two_streams).
 
     The trainer builds them twice (global/ and local/); playback builds global/ alone to restore a checkpoint.
     """
     observation_shape, num_actions = env.observation_space.shape, env.action_space.n
-    policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size)
+    policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size,
+                        curiosity.two_streams(unsup, config))
     if unsup == "none":
         return policy, None
     with tf1.variable_scope("predictor"):
-        if unsup == "action":
-            return policy, StateActionPredictor(observation_shape, num_actions, design_head)
-        return policy, StatePredictor(observation_shape, num_actions, design_head, unsup)
+        return policy, curiosity.build(unsup, observation_shape, num_actions, design_head)
 
 
 def global_step_variable():
@@ -572,7 +629,15 @@ class A3C:
             self.advantages = tf1.placeholder(tf.float32, [None], name="advantages")  # [N]
             self.returns = tf1.placeholder(tf.float32, [None], name="returns")  # [N]
             self.losses = a3c_losses(pi.step_logits, pi.step_values, self.actions, self.advantages, self.returns)
-            self.loss = (self.losses.policy + config.value_loss_wt * self.losses.value
+            value_losses = self.losses.value
+            self.intrinsic = None
+            if pi.value_int is not None:
+                self.intrinsic = IntrinsicStream(config.gamma_int, config.ext_coef, config.int_coef,
+                                                 predictor.episodic)
+                self.returns_int = tf1.placeholder(tf.float32, [None], name="returns_int")  # [N]
+                self.value_int_loss = value_loss(pi.step_values_int, self.returns_int)
+                value_losses += self.value_int_loss
+            self.loss = (self.losses.policy + config.value_loss_wt * value_losses
                          - config.entropy_beta * self.losses.entropy)
             # The loss is a per-step mean; scaling it by the rollout length keeps the learning rate's meaning
             # independent of the batch size, as in the original.
@@ -590,10 +655,19 @@ class A3C:
                 tf1.summary.scalar("model/grad_global_norm", grad_norm),
                 tf1.summary.scalar("model/var_global_norm", tf.linalg.global_norm(pi.var_list)),
             ]
+            if self.intrinsic is not None:
+                summaries += [
+                    tf1.summary.scalar("model/value_int_loss", self.value_int_loss),
+                    tf1.summary.scalar("model/value_int", tf.reduce_mean(pi.step_values_int)),
+                    tf1.summary.scalar("model/return_int", tf.reduce_mean(self.returns_int)),
+                    tf1.summary.scalar("model/value_ext", tf.reduce_mean(pi.step_values)),
+                    tf1.summary.scalar("model/return_ext", tf.reduce_mean(self.returns)),
+                ]
             local_vars, global_vars = list(pi.var_list), list(self.network.var_list)
             optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
             updates = [(optimizer, grads, self.network.var_list)]
             grad_norms = [grad_norm]
+            statistics = None  # the bonus's running statistics, updated with the gradients
             if predictor is not None:
                 self.predictor_loss = predictor.training_loss(config)
                 predictor_grads = tf.gradients(self.predictor_loss * loss_scale, predictor.var_list)
@@ -606,8 +680,9 @@ class A3C:
                                                               name="PredictorAdam")
                 updates.append((predictor_optimizer, predictor_grads, self.predictor.var_list))
                 grad_norms.append(predictor_grad_norm)
-                local_vars += predictor.var_list
-                global_vars += self.predictor.var_list
+                local_vars += predictor.var_list + list(predictor.state_variables)
+                global_vars += self.predictor.var_list + list(self.predictor.state_variables)
+                statistics = self.predictor.update_statistics(predictor)
                 summaries += [
                     tf1.summary.scalar("model/predloss", self.predictor_loss),
                     tf1.summary.scalar("model/predgrad_global_norm", predictor_grad_norm),
@@ -624,7 +699,8 @@ class A3C:
             self.update_finite = tf.reduce_all(tf.math.is_finite(tf.stack(grad_norms)))
             apply = tf.cond(self.update_finite,
                             lambda: tf.group(*[optimizer.apply_gradients(zip(gradients, variables))
-                                               for optimizer, gradients, variables in updates]),
+                                               for optimizer, gradients, variables in updates],
+                                             *([statistics] if statistics is not None else [])),
                             tf.no_op)
             self.train_op = tf.group(apply, self.next_global_step)
             self.summary_op = tf1.summary.merge(summaries)
@@ -642,15 +718,20 @@ class A3C:
         self._fps_steps = 0
 
     def start(self, session, summary_writer, on_episode_end):
-        """Sync the local copy and start the runner thread on `session`."""
+        """Seed the bonus's statistics if it keeps any, sync the local copy and start the runner thread on
+        `session`."""
         self.session = AbortRetrySession(session)
         self.summary_writer = summary_writer
+        scaler = None
+        if self.predictor is not None:
+            self.predictor.warm_up(self.session, self.local_predictor, self.envs, self.config)
+            scaler = self.local_predictor.scaler(self.config, len(self.envs))
         self.session.run(self.sync)
         self.last_global_step = int(self.session.run(self.global_step))
         self._fps_start = time.time()
         self.runner = RunnerThread(self.envs, self.local_network, self.config.rollout_maxlen,
-                                   self.config.queue_size, on_episode_end, self.local_predictor,
-                                   self.config.prediction_beta, self.timings, self.env_threads)
+                                   self.config.queue_size, on_episode_end, self.local_predictor, scaler,
+                                   self.timings, self.env_threads)
         self.runner.start_runner(self.session)
 
     def stop(self):
@@ -688,13 +769,15 @@ class A3C:
         return rollouts
 
     def process(self):
-        """One asynchronous update: sync, compute advantages, apply gradients to the global variables."""
+        """One asynchronous update: compute advantages, sync global -> local, apply the local gradients to the
+        global variables."""
         with self.timings.phase("queue_get"):
             rollouts = self.pull_batch_from_queue()
         clip = self.config.reward_clip if self.env_wrap else None
         with self.timings.phase("advantages"):
             batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
-                                                   self.config.reward_scale) for rollout in rollouts])
+                                                   self.config.reward_scale, self.intrinsic)
+                                   for rollout in rollouts])
             if self.config.center_advantages:
                 batch = batch._replace(advantages=batch.advantages - batch.advantages.mean())
         with self.timings.phase("sync"):
@@ -703,8 +786,11 @@ class A3C:
         feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
                 pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,
                 self.returns: batch.returns}
+        if self.intrinsic is not None:
+            feed[self.returns_int] = batch.returns_int
         if self.local_predictor is not None:
             feed.update(self.local_predictor.feed_sequences(batch.sequences, batch.actions))
+            feed.update(self.local_predictor.update_feed(rollouts))
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
         fetches = [self.train_op, self.next_global_step, self.update_finite]
         fetches += [self.summary_op] if summarise else []
@@ -718,7 +804,7 @@ class A3C:
         self._fps_steps += steps
         if summarise:
             self.summary_writer.add_summary(results[3], self.last_global_step)
-            self._write_fps()
+            self._write_fps(rollouts)
         return batch
 
     def _count_skipped(self, finite, batch):
@@ -739,12 +825,16 @@ class A3C:
                 f"(the global weights are untouched by them): lower learning_rate, or check the environment's "
                 f"{' and '.join(inputs) or 'rewards and observations'}")
 
-    def _write_fps(self):
-        """diagnostics/fps: environment steps per second this worker trained on since the last summary."""
+    def _write_fps(self, rollouts):
+        """diagnostics/fps: environment steps per second this worker trained on since the last summary; and
+        model/bonus, the mean reward the bonus gave a step of this update."""
         now = time.time()
         summary = tf1.Summary()
         summary.value.add(tag="diagnostics/fps", simple_value=self._fps_steps / max(now - self._fps_start, 1e-6))
         summary.value.add(tag="diagnostics/skipped_updates", simple_value=self.skipped_updates)
+        bonuses = [bonus for rollout in rollouts for bonus in rollout.bonuses]
+        if bonuses:
+            summary.value.add(tag="model/bonus", simple_value=float(np.mean(bonuses)))
         self.summary_writer.add_summary(summary, self.last_global_step)
         self.summary_writer.flush()
         self._fps_start, self._fps_steps = now, 0

@@ -81,6 +81,17 @@ class Config:
     forward_loss_wt: float = _param(0.2, """
     predictor loss = prediction_lr_scale x ((1 - forward_loss_wt) x inverse loss + forward_loss_wt x
     forward loss)""")
+    two_streams: bool = _param(False, """
+    the curiosity bonus is a stream of its own: a second value head learns its return, with gamma_int, and the
+    policy follows ext_coef x the extrinsic advantage + int_coef x the bonus's (Burda et al. 2018); the
+    extrinsic reward alone is clipped. Off (the original) adds the bonus to the reward. Bonuses that need it
+    (rnd) have it whatever this says""")
+    gamma_int: float = _param(0.99, """
+    discount of the bonus's return on the two-stream path""")
+    ext_coef: float = _param(2.0, """
+    weight of the extrinsic advantage on the two-stream path (RND's 2)""")
+    int_coef: float = _param(1.0, """
+    weight of the bonus's advantage on the two-stream path (RND's 1)""")
     policy_no_backprop_steps: int = _param(0, """
     the policy is not updated until the global step passes this (the predictor learns from the start)""")
     lstm_size: int = _param(256, """
@@ -97,7 +108,8 @@ class Config:
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
     seed: int = _param(0, """
-    base random seed; worker i uses seed + i for its environment and graph""")
+    base random seed: worker i seeds its graph and numpy with seed + i, and its k-th of K environments with
+    seed + i x K + k, so that no two environments of a run share a seed""")
 
     def validate(self):
         """Raise ConfigError naming the first field whose value cannot work."""
@@ -116,6 +128,9 @@ class Config:
             ("prediction_beta", self.prediction_beta >= 0.0, "must be >= 0"),
             ("prediction_lr_scale", self.prediction_lr_scale > 0.0, "must be > 0"),
             ("forward_loss_wt", 0.0 <= self.forward_loss_wt <= 1.0, "must lie in [0, 1]"),
+            ("gamma_int", 0.0 <= self.gamma_int <= 1.0, "must lie in [0, 1]"),
+            ("ext_coef", self.ext_coef >= 0.0, "must be >= 0"),
+            ("int_coef", self.int_coef >= 0.0, "must be >= 0"),
             ("policy_no_backprop_steps", self.policy_no_backprop_steps >= 0, "must be >= 0"),
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),

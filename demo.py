@@ -173,8 +173,7 @@ class Agent:
     def bonus(self, observation, next_observation, action):
         if self.predictor is None:
             return 0.0
-        feed = self.predictor.feed([observation], [next_observation], [action])
-        return self.config.prediction_beta * float(self.session.run(self.predictor.bonus_per_step, feed)[0])
+        return self.predictor.playback_bonus(self.session, observation, next_observation, action, self.config)
 
     def close(self):
         self.session.close()

@@ -2,8 +2,9 @@
 
 Written with `tf.compat.v1.get_variable` because Keras 3 removed `tf.compat.v1.layers` and
 `tf.compat.v1.nn.rnn_cell`. Inputs are batches of sequences, `[B, T, *observation_shape]`: acting feeds
-B environments one step each (T = 1), training feeds one rollout (B = 1, T = rollout length), so one
-`session.run` can act for several environments.
+B environments one step each (T = 1), training feeds the rollouts of an update (B = rollouts, one per
+environment of the worker unless an episode ended; T = the longest, the others padded), so one `session.run`
+acts for, or trains on, several environments. The curiosity bonuses are in curiosity.py.
 """
 import collections
 
@@ -12,7 +13,6 @@ import tensorflow as tf
 
 tf1 = tf.compat.v1
 
-DESIGN_HEADS = ("universe", "nips", "nature", "doom", "mlp")
 IMAGE_HEADS = ("universe", "nips", "nature", "doom")
 UNIVERSE_CONVS = 4
 MLP_UNITS = (64, 64)
@@ -184,9 +184,13 @@ class LSTMCell:
 
 
 class LSTMPolicy:
-    """Actor-critic: design head -> LSTM -> policy logits and value, on inputs `[B, T, *obs_shape]`."""
+    """Actor-critic: design head -> LSTM -> policy logits and value, on inputs `[B, T, *obs_shape]`.
 
-    def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256):
+    With `two_streams` a second value head, `value_int`, predicts the return of the curiosity bonus alone
+    (Burda et al. 2018, RND: the extrinsic and intrinsic returns have a value head each); else it is None.
+    """
+
+    def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256, two_streams=False):
         variables_before = trainable_variables()
         self.head = choose_head(observation_shape, design_head)
         self.num_actions = num_actions
@@ -210,6 +214,11 @@ class LSTMPolicy:
         steps = tf.reshape(tf.sequence_mask(self.lengths, time), [-1])  # [B*T]: the real steps, not padding
         self.step_logits = tf.boolean_mask(self.logits, steps)  # [N, A], N = sum(lengths)
         self.step_values = tf.boolean_mask(self.value, steps)  # [N]
+        self.value_int = self.step_values_int = None
+        if two_streams:
+            self.value_int = tf.reshape(linear(flat, 1, "value_int", normalized_columns_initializer(VALUE_INIT_STD)),
+                                        [-1])  # [B*T]
+            self.step_values_int = tf.boolean_mask(self.value_int, steps)  # [N]
         self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
         self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
         self.var_list = variables_since(variables_before)
@@ -237,141 +246,8 @@ class LSTMPolicy:
         return actions, values, LSTMState(c, h), fetched
 
     def value_of(self, session, observations, state):
-        """V(s) for B environments given their LSTM state, e.g. to bootstrap a cut-off rollout."""
-        return session.run(self.value, self.feed(observations, state))
-
-
-# ---------------------------------------------------------------- curiosity
-
-PREDICTOR_HIDDEN = 256  # hidden units of the inverse and forward models, as in the original
-PREDICTOR_INIT_STD = 0.01
-
-
-def inverse_loss(logits, actions):
-    """Cross-entropy of the inverse model's action prediction, averaged over steps (ICM eq. 3)."""
-    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits))
-
-
-def forward_loss_per_step(predicted, target):
-    """0.5 * ||f(phi(s_t), a_t) - phi(s_t+1)||^2 for each step (ICM eq. 5).
-
-    The original takes the mean over features and multiplies it by 288, its feature count, so that the
-    hyper-parameters do not depend on the feature size; that is this sum.
-    """
-    return 0.5 * tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
-
-
-class Predictor:
-    """What the curiosity predictors share: the transitions they are fed, (s_t, a_t, s_t+1), and the action
-    as an input of the forward model.
-
-    The frames come once each, with the index of s_t and of s_t+1 among them per transition: along a rollout
-    s_t+1 is the next step's s_t, so a rollout of T steps feeds, and encodes, T + 1 frames instead of 2T.
-    """
-
-    def _inputs(self, observation_shape, num_actions):
-        self.frames = tf1.placeholder(tf.float32, [None, *observation_shape], name="frames")  # [M, *obs]
-        self.first = tf1.placeholder(tf.int32, [None], name="first")  # [N]: index of s_t in frames
-        self.second = tf1.placeholder(tf.int32, [None], name="second")  # [N]: index of s_t+1 in frames
-        self.s1 = tf.gather(self.frames, self.first)  # [N, *obs]
-        self.s2 = tf.gather(self.frames, self.second)  # [N, *obs]
-        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
-        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
-
-    def _forward_input(self, phi1):
-        """[phi(s_t), a_t]. The action is an input, not something to learn through: no forward-loss gradient
-        flows into it."""
-        return tf.concat([phi1, tf.stop_gradient(self.action_input)], 1)
-
-    def feed(self, observations, next_observations, actions):
-        """Feed for N transitions given as their s_t and s_t+1."""
-        count = len(actions)
-        return {self.frames: np.concatenate([np.asarray(observations, np.float32),
-                                             np.asarray(next_observations, np.float32)]),
-                self.first: np.arange(count), self.second: np.arange(count, 2 * count),
-                self.actions: np.asarray(actions, np.int32)}
-
-    def feed_sequences(self, sequences, actions):
-        """Feed for the transitions along `sequences`, each the frames s_0 .. s_T of one rollout, with the
-        rollouts' `actions` concatenated."""
-        starts = np.cumsum([0] + [len(frames) for frames in sequences[:-1]])
-        first = np.concatenate([start + np.arange(len(frames) - 1) for start, frames in zip(starts, sequences)])
-        return {self.frames: np.concatenate([np.asarray(frames, np.float32) for frames in sequences]),
-                self.first: first, self.second: first + 1, self.actions: np.asarray(actions, np.int32)}
-
-
-class StateActionPredictor(Predictor):
-    """The Intrinsic Curiosity Module: an encoder phi, an inverse model g(phi(s), phi(s')) -> a, and a forward
-    model f(phi(s), a) -> phi(s'). Its forward error is the curiosity bonus; no gradient reaches the policy."""
-
-    def __init__(self, observation_shape, num_actions, design_head=None):
-        variables_before = trainable_variables()
-        self.head = choose_head(observation_shape, design_head)
-        self._inputs(observation_shape, num_actions)
-        with tf1.variable_scope("encoder"):
-            phi = HEADS[self.head](self.frames)  # [M, F]
-        phi1, phi2 = tf.gather(phi, self.first), tf.gather(phi, self.second)  # [N, F] each
-        self.feature_size = int(phi1.get_shape()[1])
-
-        inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
-                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
-        self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
-                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
-        self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
-
-        forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
-                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
-        self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
-                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
-        self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
-        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
-        self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
-        self.var_list = variables_since(variables_before)
-
-    def training_loss(self, config):
-        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward)."""
-        return config.prediction_lr_scale * ((1.0 - config.forward_loss_wt) * self.inverse_loss
-                                             + config.forward_loss_wt * self.forward_loss)
-
-    def summaries(self):
-        return {"model/inv_loss": self.inverse_loss, "model/forward_loss": self.forward_loss}
-
-
-def pixel_loss_per_step(predicted, target):
-    """0.5 x the mean squared error over the pixels of each step: normalised over the image, not the batch."""
-    return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
-
-
-class StatePredictor(Predictor):
-    """The paper's pixel-prediction baselines. `state`: predict the next frame from phi(s_t) and the action;
-    the bonus is the pixel error. `stateAenc`: the same model, but the bonus is the distance between the
-    features of s_t and s_t+1 under the encoder that this prediction trains. No inverse model."""
-
-    def __init__(self, observation_shape, num_actions, design_head=None, unsup="state"):
-        if len(observation_shape) != 3 or design_head not in (None, "universe"):
-            raise ValueError(f"--unsup {unsup} predicts images with the universe head: it needs image "
-                             f"observations (got shape {tuple(observation_shape)}) and --designHead universe")
-        variables_before = trainable_variables()
-        self.head = "universe"
-        self._inputs(observation_shape, num_actions)
-        with tf1.variable_scope("encoder"):
-            phi = universe_head(self.frames)  # [M, F]
-        phi1 = tf.gather(phi, self.first)  # [N, F]
-        self.feature_size = int(phi1.get_shape()[1])
-        hidden = tf.nn.relu(linear(self._forward_input(phi1), self.feature_size, "f1",
-                                   normalized_columns_initializer(PREDICTOR_INIT_STD)))
-        self.predicted_s2 = inverse_universe_head(hidden, list(observation_shape))  # [N, H, W, C]
-        self.forward_loss_per_step = pixel_loss_per_step(self.predicted_s2, self.s2)  # [N]
-        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
-        self.bonus_per_step = self.forward_loss_per_step
-        if unsup == "stateAenc":
-            phi2 = tf.gather(phi, self.second)
-            self.bonus_per_step = 0.5 * tf.reduce_mean(tf.square(phi1 - phi2), axis=1)  # [N]
-        self.var_list = variables_since(variables_before)
-
-    def training_loss(self, config):
-        """prediction_lr_scale x the pixel prediction loss (the original's loss for these baselines)."""
-        return config.prediction_lr_scale * self.forward_loss
-
-    def summaries(self):
-        return {"model/forward_loss": self.forward_loss}
+        """V(s) for B environments given their LSTM state, e.g. to bootstrap a cut-off rollout: (values [B],
+        the intrinsic head's values [B] or None)."""
+        if self.value_int is None:
+            return session.run(self.value, self.feed(observations, state)), None
+        return tuple(session.run([self.value, self.value_int], self.feed(observations, state)))

@@ -2,7 +2,7 @@
 """Floating-point operations per environment step of the Doom model, counted by TensorFlow's profiler.
 
 The profiler needs static shapes and does not look inside `dynamic_rnn`'s while loop, so this builds the same
-layers as `model.LSTMPolicy` and `model.StateActionPredictor` (the universe head, `model.LSTMCell` called once
+layers as `model.LSTMPolicy` and `curiosity.StateActionPredictor` (the universe head, `model.LSTMCell` called once
 per step, the inverse and forward models) on fixed batches: acting for K environments, one update on K x T
 steps, the ICM bonus over the rollouts' T + 1 frames each, and the ICM update. Updates count the forward pass
 and the gradients.
@@ -38,6 +38,7 @@ def per_step(shape, actions, k, t, lstm_size):
     """{phase: MFLOP per environment step}."""
     import tensorflow as tf
 
+    import curiosity
     import model
 
     tf1 = tf.compat.v1
@@ -56,9 +57,9 @@ def per_step(shape, actions, k, t, lstm_size):
         phi = model.universe_head(frames)
         phi1, phi2 = phi[:batch], phi[k:]
         action = tf1.placeholder(tf.float32, [batch, actions])
-        hidden = tf.nn.relu(model.linear(tf.concat([phi1, phi2], 1), model.PREDICTOR_HIDDEN, "g1"))
+        hidden = tf.nn.relu(model.linear(tf.concat([phi1, phi2], 1), curiosity.PREDICTOR_HIDDEN, "g1"))
         inverse = model.linear(hidden, actions, "glast")
-        hidden = tf.nn.relu(model.linear(tf.concat([phi1, action], 1), model.PREDICTOR_HIDDEN, "f1"))
+        hidden = tf.nn.relu(model.linear(tf.concat([phi1, action], 1), curiosity.PREDICTOR_HIDDEN, "f1"))
         forward = model.linear(hidden, int(phi.shape[1]), "flast")
         return inverse, forward
 

@@ -74,7 +74,8 @@ def acting(env_id, seconds, seed, bonus="none", count=1, env_wrap=False):
     bonus="per-step": with the ICM, its bonus computed by a second session.run after every step, as the
     original did (one environment)."""
     from a3c import env_runner, env_stepper
-    from model import LSTMPolicy, StateActionPredictor
+    from curiosity import BetaScaler, StateActionPredictor
+    from model import LSTMPolicy
 
     tf1 = logdir.import_tf()
     worker_envs = [envs.create_env(env_id, env_wrap=env_wrap, seed=seed * count + k) for k in range(count)]
@@ -90,8 +91,8 @@ def acting(env_id, seconds, seed, bonus="none", count=1, env_wrap=False):
             steps = per_step_bonus_loop(session, env, policy, predictor)
         else:
             steps = (sum(len(rollout) for rollout in batch)
-                     for batch in env_runner(worker_envs, policy, session, 20, lambda stats: None, predictor, 0.01,
-                                             step_all=step_all))
+                     for batch in env_runner(worker_envs, policy, session, 20, lambda stats: None, predictor,
+                                             BetaScaler(0.01), step_all=step_all))
         try:
             return timed_rate(steps, seconds)
         finally:

@@ -8,7 +8,8 @@ import tensorflow as tf
 import constants
 import envs
 from a3c import A3C, env_runner
-from model import StateActionPredictor, StatePredictor, forward_loss_per_step, inverse_loss, pixel_loss_per_step
+from curiosity import (BetaScaler, StateActionPredictor, StatePredictor, forward_loss_per_step, inverse_loss,
+                       pixel_loss_per_step)
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
@@ -57,7 +58,8 @@ def test_bonus_is_beta_times_the_forward_loss_of_each_step(graph):
     predictor = trainer.local_predictor
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
-        batches = env_runner(trainer.envs, trainer.local_network, session, 5, lambda stats: None, predictor, 0.25)
+        batches = env_runner(trainer.envs, trainer.local_network, session, 5, lambda stats: None, predictor,
+                             BetaScaler(0.25))
         [rollout] = next(batches)
         losses = session.run(predictor.forward_loss_per_step,
                              predictor.feed(rollout.observations, rollout.next_observations(), rollout.actions))

@@ -62,8 +62,8 @@ def test_lstm_state_carries_information(graph):
         session.run(tf1.global_variables_initializer())
         zero = policy.initial_state()
         _, value_a, state = policy.act(session, [[1.0, 0.0, 0.0]], zero)
-        value_fresh = policy.value_of(session, [[0.0, 1.0, 0.0]], zero)
-        value_after = policy.value_of(session, [[0.0, 1.0, 0.0]], state)
+        value_fresh, _ = policy.value_of(session, [[0.0, 1.0, 0.0]], zero)
+        value_after, _ = policy.value_of(session, [[0.0, 1.0, 0.0]], state)
     assert not np.allclose(state.h, 0.0)
     assert value_fresh[0] != pytest.approx(value_after[0], abs=1e-7)
 

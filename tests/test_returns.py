@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from a3c import PartialRollout, discount, process_rollout
+from a3c import IntrinsicStream, PartialRollout, discount, process_rollout
 
 GAMMA = 0.5
 
@@ -89,3 +89,60 @@ def test_reward_scale_scales_the_extrinsic_reward_before_the_clip_and_not_the_bo
     # with the clip: clip(.5) + .5 = 1, clip(-3) = -1, + .25 = -.75: returns .25, -.75
     np.testing.assert_allclose(process_rollout(r, 1.0, 1.0, reward_clip=1.0, reward_scale=0.1).returns,
                                [0.25, -0.75])
+
+
+# ---------------------------------------------------------------- two streams (Config.two_streams, RND)
+
+def two_stream_rollout(terminal, episode_end=None):
+    """Extrinsic rewards 1, 0, 2 with values .5, 1, 1.5; bonuses .1, .2, .3 with V_int .4, .3, .2."""
+    r = PartialRollout(features=None)
+    for reward, value, value_int in zip([1.0, 0.0, 2.0], [0.5, 1.0, 1.5], [0.4, 0.3, 0.2]):
+        r.add(np.zeros(2, np.float32), 0, reward, value, value_int)
+    r.bonuses = [0.1, 0.2, 0.3]
+    r.last_observation = np.ones(2, np.float32)
+    r.bootstrap_value, r.bootstrap_value_int, r.next_episode_value_int = 4.0, 9.0, 0.6
+    r.terminal = terminal
+    r.episode_end = terminal if episode_end is None else episode_end
+    return r
+
+
+def test_two_streams_non_episodic_bonus_goes_on_across_the_episode_end():
+    """gamma .9 extrinsic, .5 intrinsic, lambda 1. Extrinsic, terminal: R = 1 + .81 x 2 = 2.62, 0 + .9 x 2 = 1.8,
+    2; A_ext = R - V = 2.12, .8, .5. Intrinsic from V_int of the next episode's first state, .6 (not V_int(s_T),
+    9): R_int = .3 + .5 x .6 = .6, .2 + .5 x .6 = .5, .1 + .5 x .5 = .35; A_int = -.05, .2, .4.
+    A = 2 A_ext + 1 A_int = 4.19, 1.8, 1.4."""
+    batch = process_rollout(two_stream_rollout(terminal=True), 0.9, 1.0,
+                            intrinsic=IntrinsicStream(gamma=0.5, ext_coef=2.0, int_coef=1.0, episodic=False))
+    np.testing.assert_allclose(batch.returns, [2.62, 1.8, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(batch.returns_int, [0.35, 0.5, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(batch.advantages, [4.19, 1.8, 1.4], rtol=1e-6)
+
+
+def test_two_streams_episodic_bonus_ends_with_a_termination_and_bootstraps_a_cut():
+    episodic = IntrinsicStream(gamma=0.5, ext_coef=1.0, int_coef=1.0, episodic=True)
+    ended = process_rollout(two_stream_rollout(terminal=True), 0.9, 1.0, intrinsic=episodic)
+    np.testing.assert_allclose(ended.returns_int, [0.275, 0.35, 0.3], rtol=1e-6)  # .3; .2 + .15; .1 + .175
+    # a rollout cut inside its episode bootstraps both streams from V(s_T): 4 and V_int(s_T) = 9, both ways
+    for stream in (episodic, episodic._replace(episodic=False)):
+        cut = process_rollout(two_stream_rollout(terminal=False), 0.9, 1.0, intrinsic=stream)
+        np.testing.assert_allclose(cut.returns, [1 + 0.81 * 2 + 0.729 * 4, 1.8 + 0.81 * 4, 2 + 0.9 * 4], rtol=1e-6)
+        np.testing.assert_allclose(cut.returns_int, [0.1 + 0.1 + 0.075 + 1.125, 0.2 + 0.15 + 2.25, 0.3 + 4.5],
+                                   rtol=1e-6)
+    # a truncated episode: the episodic stream bootstraps from V_int(s_T), the non-episodic one goes on
+    truncated = two_stream_rollout(terminal=False, episode_end=True)
+    np.testing.assert_allclose(process_rollout(truncated, 0.9, 1.0, intrinsic=episodic).returns_int[-1], 4.8)
+    np.testing.assert_allclose(process_rollout(truncated, 0.9, 1.0, intrinsic=episodic._replace(
+        episodic=False)).returns_int[-1], 0.6)
+
+
+def test_two_streams_clip_the_extrinsic_reward_alone():
+    r = PartialRollout(features=None)
+    r.add(np.zeros(2, np.float32), 0, 5.0, 0.0, 0.0)
+    r.bonuses = [3.0]
+    r.last_observation = np.ones(2, np.float32)
+    r.terminal = r.episode_end = True
+    batch = process_rollout(r, 0.9, 1.0, reward_clip=1.0,
+                            intrinsic=IntrinsicStream(gamma=0.5, ext_coef=1.0, int_coef=1.0, episodic=True))
+    np.testing.assert_allclose(batch.returns, [1.0])  # clip(5) = 1
+    np.testing.assert_allclose(batch.returns_int, [3.0])  # the bonus unclipped
+    assert process_rollout(r, 0.9, 1.0).returns_int is None  # one stream: no intrinsic return

@@ -10,6 +10,7 @@ import pytest
 
 import envs
 from a3c import EpisodeStats, RunnerThread, env_runner, env_stepper
+from curiosity import BetaScaler
 
 
 Counts = collections.namedtuple("Counts", ["steps"])  # a stand-in LSTM state: [K, 1] steps acted on per env
@@ -19,6 +20,7 @@ class CountingPolicy:
     """Walks right; the value is 10 x the observed position; the 'LSTM state' counts each environment's steps."""
 
     action = 1
+    value_int = None  # one value head
 
     def __init__(self):
         self.calls = 0
@@ -34,7 +36,7 @@ class CountingPolicy:
 
     def value_of(self, session, observations, state):
         self.calls += 1
-        return np.array([10.0 * int(np.argmax(observations[0]))])
+        return np.array([10.0 * int(np.argmax(observations[0]))]), None
 
 
 def steps_at_start(rollout):
@@ -60,6 +62,34 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert policy.calls == 10 + 1
 
 
+class TwoHeadedPolicy(CountingPolicy):
+    """CountingPolicy with a second value head: V_int = 100 + the observed position."""
+
+    value_int = "V_int"
+
+    def act_and_fetch(self, session, observations, state, fetches=(), feed=None):
+        assert fetches[0] == self.value_int, "V_int comes with every act call"
+        actions, values, state, fetched = super().act_and_fetch(session, observations, state, fetches[1:], feed)
+        return actions, values, state, [100.0 + values / 10.0] + fetched
+
+    def value_of(self, session, observations, state):
+        values, _ = super().value_of(session, observations, state)
+        return values, 100.0 + values / 10.0
+
+
+def test_two_value_heads_bootstrap_a_cut_and_continue_across_the_episode_end():
+    env = envs.create_env("Corridor-v0")  # 8 cells: 7 steps right to the goal
+    policy = TwoHeadedPolicy()
+    batches = env_runner([env], policy, None, rollout_len=4, on_episode_end=lambda stats: None)
+    [first], [second] = next(batches), next(batches)
+    assert first.values_int == [100.0, 101.0, 102.0, 103.0] and first.bootstrap_value_int == 104.0  # V_int(s_4)
+    assert second.terminal and second.values_int == [104.0, 105.0, 106.0]
+    # the non-episodic return goes on into the next episode, from its first state (position 0), with no call of
+    # its own: V_int came with the act call for that state
+    assert second.next_episode_value_int == 100.0 and policy.calls == 7 + 1
+    env.close()
+
+
 class ThreadNoting(envs.Corridor):
     """A corridor that notes which thread stepped it."""
 
@@ -74,7 +104,7 @@ def test_several_environments_keep_their_own_state_bootstrap_episode_ends_and_bo
     corridors = [ThreadNoting(length) for length in (3, 5, 8)]
     policy, predictor, finished = CountingPolicy(), StubPredictor(), []
     with env_stepper(len(corridors), threads) as step_all:
-        batches = env_runner(corridors, policy, None, 3, finished.append, predictor=predictor, prediction_beta=0.5,
+        batches = env_runner(corridors, policy, None, 3, finished.append, bonus=predictor, scaler=BetaScaler(0.5),
                              step_all=step_all)
         first = next(batches)
         calls_for_first, fed_for_first, ended_by_first = policy.calls, predictor.fed, list(finished)
@@ -125,7 +155,7 @@ def test_curiosity_bonus_comes_with_the_next_act_call():
     env = envs.create_env("Corridor-v0")
     policy, predictor = CountingPolicy(), StubPredictor()
     finished = []
-    batches = env_runner([env], policy, None, 4, finished.append, predictor=predictor, prediction_beta=0.5)
+    batches = env_runner([env], policy, None, 4, finished.append, bonus=predictor, scaler=BetaScaler(0.5))
     [first] = next(batches)
     positions, actions = predictor.fed
     assert positions == [[0, 1, 2, 3, 4]]  # s_0 .. s_4: the frames of 4 transitions, each once

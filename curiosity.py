@@ -1,0 +1,213 @@
+"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines.
+
+A bonus is built twice by the trainer, like the policy: in `global/` (on the parameter server) and in `local/`
+(the worker's copy, which acts and computes the gradients). What a learner relies on, and nothing else:
+
+- `feed_sequences(sequences, actions)`: the feed for the transitions along rollouts (each rollout's frames
+  s_0 .. s_T, the actions concatenated); `feed(observations, next_observations, actions)` for loose ones.
+- `bonus_per_step`: [N] the raw bonus of each fed transition; `scaler(config, count)` makes the runner's numpy
+  side that turns it into the reward of each step (and may keep running state per environment).
+- `training_loss(config)`: what the bonus's own optimiser minimises; `var_list`: its trainable variables.
+- `state_variables`: non-trainable variables that are synced global -> local with the trainable ones and
+  checkpointed (running statistics); `update_statistics(local)`, run on the global copy, gives the op that
+  updates them from what the local copy is fed (`update_feed(rollouts)` adds to that feed), applied with the
+  gradients; `warm_up(session, local, envs, config)` seeds them before training.
+- `episodic`: whether the bonus's return ends with the episode (on the two-stream path, `Config.two_streams`);
+  `requires_two_streams`: the bonus always has a value head of its own.
+- `summaries()`: {TensorBoard tag: scalar tensor}.
+
+A new bonus is one class here, named in `BONUSES` and in `constants.CURIOSITY_CHOICES`.
+"""
+import numpy as np
+import tensorflow as tf
+
+from model import (HEADS, choose_head, inverse_universe_head, linear, normalized_columns_initializer,
+                   trainable_variables, universe_head, variables_since)
+
+tf1 = tf.compat.v1
+
+PREDICTOR_HIDDEN = 256  # hidden units of the inverse and forward models, as in the original
+PREDICTOR_INIT_STD = 0.01
+
+
+def inverse_loss(logits, actions):
+    """Cross-entropy of the inverse model's action prediction, averaged over steps (ICM eq. 3)."""
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits))
+
+
+def forward_loss_per_step(predicted, target):
+    """0.5 * ||f(phi(s_t), a_t) - phi(s_t+1)||^2 for each step (ICM eq. 5).
+
+    The original takes the mean over features and multiplies it by 288, its feature count, so that the
+    hyper-parameters do not depend on the feature size; that is this sum.
+    """
+    return 0.5 * tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
+
+
+def pixel_loss_per_step(predicted, target):
+    """0.5 x the mean squared error over the pixels of each step: normalised over the image, not the batch."""
+    return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
+
+
+class BetaScaler:
+    """The runner's side of a bonus whose reward is `prediction_beta` x its raw value: no state."""
+
+    fetches = ()  # tensors fetched with the raw bonus, handed to `assign` as `extra`
+
+    def __init__(self, beta):
+        self.beta = beta
+
+    def assign(self, raw, extra, finished):
+        """Set `rollout.bonuses` of the (rollout, environment index) pairs of `finished`, in order, from `raw`,
+        the raw bonus of all their steps."""
+        bonuses = [self.beta * float(value) for value in raw]
+        for rollout, _ in finished:
+            rollout.bonuses, bonuses = bonuses[:len(rollout)], bonuses[len(rollout):]
+
+
+class Curiosity:
+    """What a bonus shares: the transitions it is fed, (s_t, a_t, s_t+1), and the protocol's defaults for a
+    bonus without running statistics.
+
+    The frames come once each, with the index of s_t and of s_t+1 among them per transition: along a rollout
+    s_t+1 is the next step's s_t, so a rollout of T steps feeds, and encodes, T + 1 frames instead of 2T.
+    """
+
+    episodic = True
+    requires_two_streams = False
+    state_variables = ()
+
+    def _inputs(self, observation_shape, num_actions):
+        self.frames = tf1.placeholder(tf.float32, [None, *observation_shape], name="frames")  # [M, *obs]
+        self.first = tf1.placeholder(tf.int32, [None], name="first")  # [N]: index of s_t in frames
+        self.second = tf1.placeholder(tf.int32, [None], name="second")  # [N]: index of s_t+1 in frames
+        self.s1 = tf.gather(self.frames, self.first)  # [N, *obs]
+        self.s2 = tf.gather(self.frames, self.second)  # [N, *obs]
+        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
+
+    def _forward_input(self, phi1):
+        """[phi(s_t), a_t]. The action is an input, not something to learn through: no forward-loss gradient
+        flows into it."""
+        return tf.concat([phi1, tf.stop_gradient(self.action_input)], 1)
+
+    def feed(self, observations, next_observations, actions):
+        """Feed for N transitions given as their s_t and s_t+1."""
+        count = len(actions)
+        return {self.frames: np.concatenate([np.asarray(observations, np.float32),
+                                             np.asarray(next_observations, np.float32)]),
+                self.first: np.arange(count), self.second: np.arange(count, 2 * count),
+                self.actions: np.asarray(actions, np.int32)}
+
+    def feed_sequences(self, sequences, actions):
+        """Feed for the transitions along `sequences`, each the frames s_0 .. s_T of one rollout, with the
+        rollouts' `actions` concatenated."""
+        starts = np.cumsum([0] + [len(frames) for frames in sequences[:-1]])
+        first = np.concatenate([start + np.arange(len(frames) - 1) for start, frames in zip(starts, sequences)])
+        return {self.frames: np.concatenate([np.asarray(frames, np.float32) for frames in sequences]),
+                self.first: first, self.second: first + 1, self.actions: np.asarray(actions, np.int32)}
+
+    def scaler(self, config, count):
+        """The runner's side for `count` environments."""
+        return BetaScaler(config.prediction_beta)
+
+    def playback_bonus(self, session, observation, next_observation, action, config):
+        """The reward of one transition for playback, where no runner keeps running state."""
+        raw = session.run(self.bonus_per_step, self.feed([observation], [next_observation], [action]))
+        return config.prediction_beta * float(raw[0])
+
+    def update_statistics(self, local):
+        """On the global copy: the op that updates `state_variables` from `local`'s feed; None without any."""
+        return None
+
+    def update_feed(self, rollouts):
+        """What `update_statistics` needs fed beyond `feed_sequences`, from the rollouts of an update."""
+        return {}
+
+    def warm_up(self, session, local, envs, config):
+        """Seed the running statistics before the first update; nothing to do without any."""
+
+
+class StateActionPredictor(Curiosity):
+    """The Intrinsic Curiosity Module: an encoder phi, an inverse model g(phi(s), phi(s')) -> a, and a forward
+    model f(phi(s), a) -> phi(s'). Its forward error is the curiosity bonus; no gradient reaches the policy."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup="action"):
+        variables_before = trainable_variables()
+        self.head = choose_head(observation_shape, design_head)
+        self._inputs(observation_shape, num_actions)
+        with tf1.variable_scope("encoder"):
+            phi = HEADS[self.head](self.frames)  # [M, F]
+        phi1, phi2 = tf.gather(phi, self.first), tf.gather(phi, self.second)  # [N, F] each
+        self.feature_size = int(phi1.get_shape()[1])
+
+        inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
+                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
+                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
+        self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
+
+        forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
+                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
+                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
+        self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
+        self.var_list = variables_since(variables_before)
+
+    def training_loss(self, config):
+        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward)."""
+        return config.prediction_lr_scale * ((1.0 - config.forward_loss_wt) * self.inverse_loss
+                                             + config.forward_loss_wt * self.forward_loss)
+
+    def summaries(self):
+        return {"model/inv_loss": self.inverse_loss, "model/forward_loss": self.forward_loss}
+
+
+class StatePredictor(Curiosity):
+    """The paper's pixel-prediction baselines. `state`: predict the next frame from phi(s_t) and the action;
+    the bonus is the pixel error. `stateAenc`: the same model, but the bonus is the distance between the
+    features of s_t and s_t+1 under the encoder that this prediction trains. No inverse model."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup="state"):
+        if len(observation_shape) != 3 or design_head not in (None, "universe"):
+            raise ValueError(f"--unsup {unsup} predicts images with the universe head: it needs image "
+                             f"observations (got shape {tuple(observation_shape)}) and --designHead universe")
+        variables_before = trainable_variables()
+        self.head = "universe"
+        self._inputs(observation_shape, num_actions)
+        with tf1.variable_scope("encoder"):
+            phi = universe_head(self.frames)  # [M, F]
+        phi1 = tf.gather(phi, self.first)  # [N, F]
+        self.feature_size = int(phi1.get_shape()[1])
+        hidden = tf.nn.relu(linear(self._forward_input(phi1), self.feature_size, "f1",
+                                   normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.predicted_s2 = inverse_universe_head(hidden, list(observation_shape))  # [N, H, W, C]
+        self.forward_loss_per_step = pixel_loss_per_step(self.predicted_s2, self.s2)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.bonus_per_step = self.forward_loss_per_step
+        if unsup == "stateAenc":
+            phi2 = tf.gather(phi, self.second)
+            self.bonus_per_step = 0.5 * tf.reduce_mean(tf.square(phi1 - phi2), axis=1)  # [N]
+        self.var_list = variables_since(variables_before)
+
+    def training_loss(self, config):
+        """prediction_lr_scale x the pixel prediction loss (the original's loss for these baselines)."""
+        return config.prediction_lr_scale * self.forward_loss
+
+    def summaries(self):
+        return {"model/forward_loss": self.forward_loss}
+
+
+BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor}
+
+
+def two_streams(unsup, config):
+    """Whether the bonus has a value head and a return of its own (see Config.two_streams)."""
+    return unsup != "none" and (config.two_streams or BONUSES[unsup].requires_two_streams)
+
+
+def build(unsup, observation_shape, num_actions, design_head=None):
+    """The bonus `unsup` (constants.CURIOSITY_CHOICES, not none) in the current variable scope."""
+    return BONUSES[unsup](observation_shape, num_actions, design_head, unsup)
