@@ -92,6 +92,9 @@ class Config:
     weight of the extrinsic advantage on the two-stream path (RND's 2)""")
     int_coef: float = _param(1.0, """
     weight of the bonus's advantage on the two-stream path (RND's 1)""")
+    rnd_warm_up_steps: int = _param(5000, """
+    random steps each worker of a new run plays before training to seed RND's observation statistics (a resumed
+    run has them in its checkpoint)""")
     policy_no_backprop_steps: int = _param(0, """
     the policy is not updated until the global step passes this (the predictor learns from the start)""")
     lstm_size: int = _param(256, """
@@ -131,6 +134,7 @@ class Config:
             ("gamma_int", 0.0 <= self.gamma_int <= 1.0, "must lie in [0, 1]"),
             ("ext_coef", self.ext_coef >= 0.0, "must be >= 0"),
             ("int_coef", self.int_coef >= 0.0, "must be >= 0"),
+            ("rnd_warm_up_steps", self.rnd_warm_up_steps >= 0, "must be >= 0"),
             ("policy_no_backprop_steps", self.policy_no_backprop_steps >= 0, "must be >= 0"),
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
@@ -228,7 +232,7 @@ def config_from_overrides(overrides, preset="paper"):
     return apply_overrides(Config(), preset_items + list(overrides or []))
 
 
-CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc")  # --unsup: A3C alone, ICM, pixel baselines
+CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd")  # --unsup: A3C alone, ICM, pixel baselines, RND
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 HEADS = ("universe", "nips", "nature", "doom", "mlp")
 # Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
@@ -264,7 +268,7 @@ RUN_FLAGS = (
     RunFlag("design_head", ("--design-head", "--designHead"), "network trunk (default: mlp for vector "
             "observations, universe for images)", choices=HEADS, recorded=True, identity=True),
     RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
-            "baselines)", default="none", choices=CURIOSITY_CHOICES, recorded=True, identity=True),
+            "baselines), rnd (random network distillation)", default="none", choices=CURIOSITY_CHOICES, recorded=True, identity=True),
     RunFlag("no_reward", ("--no-reward", "--noReward"), "extrinsic reward forced to 0", kind="switch",
             recorded=True),
     RunFlag("no_life_reward", ("--no-life-reward", "--noLifeReward"), "negative extrinsic rewards clipped to 0",

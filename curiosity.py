@@ -1,4 +1,4 @@
-"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines.
+"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines and RND.
 
 A bonus is built twice by the trainer, like the policy: in `global/` (on the parameter server) and in `local/`
 (the worker's copy, which acts and computes the gradients). What a learner relies on, and nothing else:
@@ -18,13 +18,16 @@ A bonus is built twice by the trainer, like the policy: in `global/` (on the par
 
 A new bonus is one class here, named in `BONUSES` and in `constants.CURIOSITY_CHOICES`.
 """
+import logging
+
 import numpy as np
 import tensorflow as tf
 
-from model import (HEADS, choose_head, inverse_universe_head, linear, normalized_columns_initializer,
-                   trainable_variables, universe_head, variables_since)
+from model import (HEADS, choose_head, conv2d, flatten, inverse_universe_head, linear, mlp_head,
+                   normalized_columns_initializer, trainable_variables, universe_head, variables_since)
 
 tf1 = tf.compat.v1
+logger = logging.getLogger(__name__)
 
 PREDICTOR_HIDDEN = 256  # hidden units of the inverse and forward models, as in the original
 PREDICTOR_INIT_STD = 0.01
@@ -200,7 +203,163 @@ class StatePredictor(Curiosity):
         return {"model/forward_loss": self.forward_loss}
 
 
-BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor}
+RND_FEATURES = 512  # outputs of the target and the predictor (Burda et al. 2018)
+RND_EPSILON = 1e-8  # added to the variances before their square root
+RND_COUNT_START = 1e-4  # the running statistics start as one tiny sample of mean 0, variance 1 (as cleanrl's)
+RND_OBSERVATION_CLIP = 5.0  # normalised observations are clipped to [-5, 5] (Burda et al. 2018)
+RND_WARM_UP_BATCH = 256  # random steps merged into the observation statistics per session.run
+
+
+class RunningMoments:
+    """Mean and variance of everything merged so far, as non-trainable variables: a copy in global/ that every
+    worker updates (asynchronously, as the weights), and the local copies synced from it."""
+
+    def __init__(self, name, shape):
+        self.mean = tf1.get_variable(f"{name}_mean", shape, tf.float32, tf1.zeros_initializer(), trainable=False)
+        self.var = tf1.get_variable(f"{name}_var", shape, tf.float32, tf1.ones_initializer(), trainable=False)
+        self.count = tf1.get_variable(f"{name}_count", [], tf.float32,
+                                      tf1.constant_initializer(RND_COUNT_START), trainable=False)
+        self.variables = [self.mean, self.var, self.count]
+
+    def merge(self, samples):
+        """The op that merges `samples` [n, *shape] in: the parallel update of Chan et al. (1979)."""
+        batch_mean, batch_var = tf.nn.moments(samples, axes=[0])
+        batch_count = tf.cast(tf.shape(samples)[0], tf.float32)
+        count = self.count + batch_count
+        delta = batch_mean - self.mean
+        mean = self.mean + delta * batch_count / count
+        squares = self.var * self.count + batch_var * batch_count + tf.square(delta) * self.count * batch_count / count
+        with tf.control_dependencies([mean, squares]):  # all three read before any is written
+            return tf.group(self.mean.assign(mean), self.var.assign(squares / count), self.count.assign(count))
+
+    def normalize(self, x):
+        return (x - self.mean) / tf.sqrt(self.var + RND_EPSILON)
+
+
+def frozen(getter, *args, **kwargs):
+    """A variable getter that makes every variable non-trainable: RND's target network is never trained."""
+    kwargs["trainable"] = False
+    return getter(*args, **kwargs)
+
+
+def rnd_trunk(x):
+    """The network of the target and of the predictor's first layers: for images, RND's convolutions
+    (32 8x8 /4, 64 4x4 /2, 64 3x3 /1, leaky ReLU); for vectors, two ELU layers."""
+    if len(x.get_shape()) == 2:
+        return mlp_head(x)
+    x = tf.nn.leaky_relu(conv2d(x, 32, "c1", (8, 8), (4, 4), pad="VALID"))
+    x = tf.nn.leaky_relu(conv2d(x, 64, "c2", (4, 4), (2, 2), pad="VALID"))
+    return flatten(tf.nn.leaky_relu(conv2d(x, 64, "c3", (3, 3), (1, 1), pad="VALID")))
+
+
+class ReturnScaler:
+    """The runner's side of RND: each step's raw bonus divided by the running standard deviation of the
+    discounted bonus return (Burda et al. 2018), and that return kept per environment, across episodes, for the
+    statistics' update (`rollout.bonus_data`)."""
+
+    def __init__(self, return_var, gamma, count):
+        self.fetches = (return_var,)
+        self.gamma = gamma
+        self.running = np.zeros(count)  # per environment: sum_k gamma^k bonus[t-k], never reset
+
+    def assign(self, raw, extra, finished):
+        std = np.sqrt(float(extra[0]) + RND_EPSILON)
+        raw = np.asarray(raw, np.float64)
+        for rollout, index in finished:
+            steps, raw = raw[:len(rollout)], raw[len(rollout):]
+            returns = []
+            for value in steps:
+                self.running[index] = self.gamma * self.running[index] + value
+                returns.append(self.running[index])
+            rollout.bonus_data = returns
+            rollout.bonuses = list(steps / std)
+
+
+class RandomNetworkDistillation(Curiosity):
+    """RND (Burda et al. 2018): the bonus is the error of a trained predictor at a fixed random target network's
+    output for the next observation (its last frame), both fed it normalised by running statistics and clipped;
+    the bonus is then divided by a running standard deviation of its discounted return. Non-episodic, with a
+    value head of its own. The target's weights and the statistics are state_variables: synced, checkpointed,
+    never trained."""
+
+    episodic = False
+    requires_two_streams = True
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup="rnd"):
+        variables_before, global_before = trainable_variables(), set(tf1.global_variables())
+        self._inputs(observation_shape, num_actions)
+        self.next_frames = self.s2[..., -1:] if len(observation_shape) == 3 else self.s2  # [N, H, W, 1] or [N, D]
+        self.observation_moments = RunningMoments("observation", self.next_frames.get_shape().as_list()[1:])
+        self.return_moments = RunningMoments("return", [])
+        self.returns_in = tf1.placeholder(tf.float32, [None], name="bonus_returns")  # [N]: ReturnScaler's returns
+        self.inputs = inputs = tf.clip_by_value(self.observation_moments.normalize(self.next_frames),
+                                                -RND_OBSERVATION_CLIP, RND_OBSERVATION_CLIP)
+        with tf1.variable_scope("target", custom_getter=frozen):
+            target = linear(rnd_trunk(inputs), RND_FEATURES, "out")  # [N, 512]
+        with tf1.variable_scope("predictor"):
+            hidden = rnd_trunk(inputs)
+            for i in range(2):
+                hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
+            predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]
+        error = tf.square(predicted - tf.stop_gradient(target))  # [N, 512]
+        self.bonus_per_step = 0.5 * tf.reduce_sum(error, axis=1)  # [N]
+        self.forward_loss = tf.reduce_mean(error)
+        self.var_list = variables_since(variables_before)
+        self.target_variables = [v for v in tf1.global_variables() if v not in global_before and "/target/" in v.name]
+        self.state_variables = (self.target_variables + self.observation_moments.variables
+                                + self.return_moments.variables)
+        self._observe = None  # the global copy's op merging observations in alone (warm_up)
+
+    def training_loss(self, config):
+        """prediction_lr_scale x the predictor's mean squared error."""
+        return config.prediction_lr_scale * self.forward_loss
+
+    def summaries(self):
+        return {"model/forward_loss": self.forward_loss,
+                "rnd/observation_mean": tf.reduce_mean(self.observation_moments.mean),
+                "rnd/observation_std": tf.reduce_mean(tf.sqrt(self.observation_moments.var)),
+                "rnd/observations_seen": self.observation_moments.count,
+                "rnd/return_std": tf.sqrt(self.return_moments.var)}
+
+    def scaler(self, config, count):
+        return ReturnScaler(self.return_moments.var, config.gamma_int, count)
+
+    def playback_bonus(self, session, observation, next_observation, action, config):
+        raw, return_var = session.run([self.bonus_per_step, self.return_moments.var],
+                                      self.feed([observation], [next_observation], [action]))
+        return float(raw[0]) / np.sqrt(return_var + RND_EPSILON)
+
+    def update_statistics(self, local):
+        self._observe = self.observation_moments.merge(local.next_frames)
+        return tf.group(self._observe, self.return_moments.merge(local.returns_in))
+
+    def update_feed(self, rollouts):
+        return {self.returns_in: np.concatenate([np.asarray(rollout.bonus_data, np.float32)
+                                                 for rollout in rollouts])}
+
+    def warm_up(self, session, local, envs, config):
+        """Seed the observation statistics with `rnd_warm_up_steps` random steps, unless the run's (global)
+        statistics have seen that many already (a resumed run, or another worker was first)."""
+        if session.run(self.observation_moments.count) >= config.rnd_warm_up_steps:
+            return
+        logger.info("RND: seeding the observation statistics with %d random steps", config.rnd_warm_up_steps)
+        for env in envs:
+            env.reset()
+        following = []  # the observations the random steps led to
+        for step in range(config.rnd_warm_up_steps):
+            env = envs[step % len(envs)]
+            next_observation, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            following.append(next_observation)
+            if terminated or truncated:
+                env.reset()
+            if len(following) == RND_WARM_UP_BATCH or step == config.rnd_warm_up_steps - 1:
+                session.run(self._observe, {local.frames: np.asarray(following, np.float32),
+                                            local.second: np.arange(len(following))})
+                following = []
+
+
+BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor,
+           "rnd": RandomNetworkDistillation}
 
 
 def two_streams(unsup, config):
