@@ -6,7 +6,8 @@
     python benchmarks/reproduce.py --out ~/runs/repro --report-only --report-dir docs/results/doom
 
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
-with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`, no living penalty)
+with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`, no living penalty;
+RND, `--unsup rnd`, for `rnd`)
 and --envs-per-worker environments per worker. Runs go one after another (--parallel N: N at once), each with
 --workers workers. Running the same command again skips the runs that reached --steps and resumes the others
 from their checkpoints, so a study can span several sittings; a run that another sitting still has going is
@@ -47,8 +48,9 @@ import plots  # noqa: E402
 import status  # noqa: E402
 import train  # noqa: E402
 
-METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"]}
-METHOD_LABELS = {"icm": "ICM", "a3c": "A3C"}
+METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"], "rnd": ["--unsup", "rnd"]}
+METHOD_LABELS = {"icm": "ICM", "a3c": "A3C", "rnd": "RND"}
+PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless --method says otherwise
 PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -519,7 +521,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", nargs="+", default=["doom", "doomSparse", "doomVerySparse"],
                         help="environment ids (train.py --env-id)")
-    parser.add_argument("--method", nargs="+", choices=tuple(METHODS), default=list(METHODS))
+    parser.add_argument("--method", nargs="+", choices=tuple(METHODS), default=PAPER_METHODS,
+                        help="icm, a3c (the paper's, the default) and rnd (Burda et al. 2018)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
     parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")
