@@ -7,7 +7,6 @@ Defaults follow the original noreward-rl `constants.py`. Any field can be change
 This module must not import TensorFlow: the launcher uses it to validate flags before starting anything.
 """
 import dataclasses
-import hashlib
 import json
 import os
 import time
@@ -394,13 +393,6 @@ def record_config_change(log_dir, config, changes):
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "values": {name: [before, after] for name, (before, after) in changes.items()}})
     logdir.write_json_atomically(os.path.join(log_dir, logdir.CONFIG), record)
-
-
-def cluster_digest(cluster):
-    """A short hash of the cluster {"ps": [...], "worker": [...]}: the launcher on each machine and every worker
-    log it, so that a run started from different cluster files shows in the logs."""
-    canonical = json.dumps({job: list(cluster[job]) for job in ("ps", "worker")}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def check_same_run(log_dir, run_flags):

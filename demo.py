@@ -143,7 +143,8 @@ class Agent:
     """The run's global policy (and predictor) in a graph of its own, restored from a checkpoint."""
 
     def __init__(self, env, run, config, checkpoint):
-        from a3c import build_networks, global_step_variable
+        from a3c import build_networks
+        from sessions import global_step_variable
 
         tf1 = import_tf()
         self.graph = tf1.Graph()

@@ -5,7 +5,7 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/config.json        the run's flags and hyper-parameters (constants.py, worker.py)
     <log-dir>/train/             the chief's checkpoints (TensorFlow's Saver; train/checkpoint is the index)
     <log-dir>/train_<i>/         worker i's TensorBoard events
-    <log-dir>/episodes_<i>.csv   worker i's finished episodes, one row each (a3c.EpisodeLogger)
+    <log-dir>/episodes_<i>.csv   worker i's finished episodes, one row each (acting.EpisodeLogger)
     <log-dir>/visits_<i>.csv     Doom: the player's positions, VISITS_HEADER's columns
     <log-dir>/status_<i>.json    worker i's heartbeat (worker.Heartbeat)
     <log-dir>/eval.csv, eval/, best/                 demo.py --watch: evaluations, their events, the best checkpoint

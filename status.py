@@ -15,11 +15,17 @@ import os
 import sys
 import time
 
+import cluster
 import logdir
 
 RECENT_EPISODES = 20  # the recent mean reward and bonus are over this many latest episodes of all workers
 STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (workers beat every 2 s; an update
 #                       of a slow game can take a few seconds, a checkpoint save longer)
+
+
+def worker_name(heartbeat):
+    """The name of the task that wrote a heartbeat: the workers beat (cluster.ROLES)."""
+    return cluster.task_name(cluster.WORKER.job, heartbeat["task"])
 
 
 def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
@@ -58,9 +64,9 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
     supervisors = logdir.supervisor_records(dirs)
     processes = {name: record for supervisor in supervisors for name, record in supervisor.get("processes", {}).items()}
     for worker in workers:
-        worker["restarts"] = processes.get(f"w-{worker['task']}", {}).get("restarts", 0)
+        worker["restarts"] = processes.get(worker_name(worker), {}).get("restarts", 0)
     status["ps_restarts"] = sum(record.get("restarts", 0) for name, record in processes.items()
-                                if name == "ps" or name.startswith("ps-"))
+                                if cluster.role_of(name) is cluster.PS)
     outcomes = [supervisor["outcome"][1] for supervisor in supervisors if supervisor.get("outcome")]
     if outcomes:
         status["outcome"] = "; ".join(outcomes)
@@ -92,7 +98,7 @@ def render(status, tensorboard_port=None):
         note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
         if worker.get("skipped_updates"):
             note += f"   ({worker['skipped_updates']:,} NaN/inf updates skipped)"
-        lines.append(f"{'w-' + str(worker['task']):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
+        lines.append(f"{worker_name(worker):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
                      f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
                      f"{worker.get('restarts', 0):>10}{worker['age']:>12.0f} s ago{note}")
     if status.get("ps_restarts"):

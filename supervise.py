@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 
+import cluster
 import logdir
 from logdir import latest_checkpoint, read_json, write_json_atomically
 
@@ -170,7 +171,11 @@ class Member:
     """One supervised process: its command, its current incarnation and its history of failures."""
 
     def __init__(self, name, argv, log_dir):
+        task = cluster.parse_task_name(name)
+        if task is None:
+            raise ValueError(f"{name!r} is not the name of a task of the cluster (cluster.task_name)")
         self.name, self.argv, self.log_dir = name, argv, log_dir
+        self.role, self.index = cluster.ROLES[task[0]], task[1]
         self.process = None
         self.started = None
         self.due = 0.0  # when to start it next
@@ -181,10 +186,6 @@ class Member:
         self.done = False
         self.recycling = False  # asked to stop for its memory: its exit is a planned restart, not a failure
 
-    @property
-    def task(self):
-        return int(self.name[2:]) if self.name.startswith("w-") else None
-
     def start(self, now):
         with open(logdir.output(self.log_dir, self.name), "ab") as out:
             self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
@@ -192,24 +193,25 @@ class Member:
         self.started = now
 
     def heartbeat_age(self, now):
-        """Seconds since this incarnation's last heartbeat, or None before its first (or for the ps)."""
-        if self.task is None:
+        """Seconds since this incarnation's last heartbeat, or None before its first (or for a role without)."""
+        if not self.role.heartbeat:
             return None
-        beat = read_json(logdir.heartbeat_json(self.log_dir, self.task))
+        beat = read_json(logdir.heartbeat_json(self.log_dir, self.index))
         if not beat or beat.get("pid") != self.process.pid or beat.get("state") != "training":
             return None
         return now - beat.get("time", now)
 
 
 class Supervisor:
-    """Starts `processes` ({name: argv}: "ps" and "w-<i>") and keeps them running; `step()` is one round."""
+    """Starts `processes` ({task name: argv}, cluster.task_name) and keeps them running, by the rules of each
+    one's role (cluster.ROLES); `step()` is one round."""
 
     def __init__(self, log_dir, processes, hang_secs=HANG_SECS, delays=RESTART_DELAYS, limit=FAILURE_LIMIT,
                  window=FAILURE_WINDOW_SECS, clock=time.time, memory_limit_mb=None):
         self.log_dir = log_dir
         self.members = [Member(name, argv, log_dir) for name, argv in processes.items()]
-        workers = sum(member.task is not None for member in self.members)
-        self.memory_limit_mb = memory_limit_mb or worker_memory_limit_mb(workers)
+        learners = sum(member.role.learner for member in self.members)
+        self.memory_limit_mb = memory_limit_mb or worker_memory_limit_mb(learners)
         self.hang_secs, self.delays, self.limit, self.window, self.clock = hang_secs, delays, limit, window, clock
         self.outcome = None  # (exit status, reason) once the run is over
         self.disk_stop = False  # stopped because the log directory cannot take more writes
@@ -252,17 +254,17 @@ class Supervisor:
                 member.recycling = False
                 member.restarts += 1
                 member.due = now
-            elif code == 0 and member.task is not None:
+            elif code == 0 and member.role.learner:
                 member.done = True  # reached max_global_steps, or was told to stop
                 logger.info("%s finished", member.name)
-            elif code == USAGE_ERROR and member.task is not None:
+            elif code == USAGE_ERROR and member.role.learner:
                 return self._finish(USAGE_ERROR, f"{member.name} stopped: {last_line(self._out(member))}")
             else:
                 self._failed(member, now, f"exit status {code}")
-                if member.task is None:
-                    self._restart_workers(now, member.name)
-        workers = [member for member in self.members if member.task is not None]
-        if self.outcome is None and all(member.done for member in workers):
+                if member.role.restarts_learners:
+                    self._restart_learners(now, member.name)
+        learners = [member for member in self.members if member.role.learner]
+        if self.outcome is None and all(member.done for member in learners):
             reason = "stopped" if self.stop_requested() else "every worker finished"
             return self._finish(0, reason)
         self._write_state(now)
@@ -270,7 +272,7 @@ class Supervisor:
 
     def _recycle_if_too_big(self, member):
         """A worker over its memory limit is asked to stop (the chief saves first) and is started again."""
-        if member.task is None or member.recycling:
+        if not member.role.learner or member.recycling:
             return
         size = resident_mb(member.process.pid)
         if size is None or size <= self.memory_limit_mb:
@@ -284,12 +286,12 @@ class Supervisor:
         except ProcessLookupError:
             pass
 
-    def _restart_workers(self, now, server):
+    def _restart_learners(self, now, server):
         """A parameter server that died comes back empty: every worker's session on it is lost, and each would
         find out only at its next call (measured: 7-10 s later on Doom, then its own teardown). They are started
         again with it at once, as a planned restart, not a failure; the chief restores the last checkpoint."""
         for member in self.members:
-            if member.task is None or member.process is None or member.done:
+            if not member.role.learner or member.process is None or member.done:
                 continue
             kill_group(member.process.pid)
             member.process.wait()
@@ -338,9 +340,6 @@ class Supervisor:
         """Once the run is stopped (the chief's last checkpoint written, or not): say what a relaunch gets."""
         code, reason = self.outcome
         return self._finish(code, f"{reason}; {resume_note(self.log_dir)}")
-
-    def running_pids(self):
-        return [member.process.pid for member in self.members if member.process is not None]
 
     def run(self, poll=POLL_SECS):
         """Supervise until the run is over; (exit status, reason)."""

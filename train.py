@@ -14,7 +14,6 @@ import argparse
 import collections
 import concurrent.futures
 import fcntl
-import json
 import logging
 import os
 import select
@@ -31,6 +30,8 @@ import constants
 import envs
 import logdir
 import supervise
+from cluster import (CHIEF, JOBS, PS, ROLES, WORKER, LaunchError, addresses, all_tasks, describe, digest, local,
+                     machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SCRIPT = os.path.join(HERE, "worker.py")
@@ -57,91 +58,18 @@ Process = collections.namedtuple("Process", ["name", "argv"])
 Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "cluster", "tasks", "tb_port"])
 
 
-class LaunchError(Exception):
-    """Something the user can fix before anything starts; printed as one line."""
-
-
-# ---------------------------------------------------------------- the cluster
-# A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "worker": ["host:port", ...]};
-# a task is (job, index); a run's process for it is named by task_name (the tmux window, the supervisor's key).
+# ---------------------------------------------------------------- the cluster (its roles: cluster.py)
 
 def local_cluster(exp_id, num_workers, num_ps=1):
     """The cluster of a run on this machine alone: the parameter servers, then the workers, on 127.0.0.1."""
-    first = PS_BASE_PORT + PORT_STRIDE * exp_id
-    return {"ps": [f"127.0.0.1:{first + j}" for j in range(num_ps)],
-            "worker": [f"127.0.0.1:{first + num_ps + i}" for i in range(num_workers)]}
+    return local(PS_BASE_PORT + PORT_STRIDE * exp_id, num_workers, num_ps)
 
 
 def ports_for(exp_id, num_workers, num_ps=1):
     """(parameter-server ports, worker ports, TensorBoard port) of a run on this machine alone."""
     cluster = local_cluster(exp_id, num_workers, num_ps)
-    return ([split_address(a)[1] for a in cluster["ps"]], [split_address(a)[1] for a in cluster["worker"]],
+    return ([split_address(a)[1] for a in cluster[PS.job]], [split_address(a)[1] for a in cluster[WORKER.job]],
             TB_BASE_PORT + exp_id)
-
-
-def task_name(job, index):
-    """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"."""
-    return ("ps" if index == 0 else f"ps-{index}") if job == "ps" else f"w-{index}"
-
-
-def split_address(address):
-    """'host:port' -> (host, port) ('[::1]:2222' for IPv6); LaunchError naming the address otherwise."""
-    host, colon, port = str(address).strip().rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or " " in host:
-        raise LaunchError(f"{address!r} is not host:port (a host name or IP address, a colon, a port 1-65535)")
-    return host, int(port)
-
-
-def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
-    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form; a "chief" list counts as the first workers,
-    as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address checked, none twice."""
-    if path:
-        try:
-            with open(path) as handle:
-                spec = json.load(handle)
-        except OSError as error:
-            raise LaunchError(f"cannot read --cluster {path} ({error.strerror})") from None
-        except ValueError as error:
-            raise LaunchError(f"--cluster {path} is not JSON ({error})") from None
-        if not isinstance(spec, dict) or not isinstance(spec.get("ps"), list) or not isinstance(
-                spec.get("chief", []) + spec.get("worker", []), list):
-            raise LaunchError(f"--cluster {path}: expected {{\"ps\": [\"host:port\", ...], \"worker\": "
-                              f"[\"host:port\", ...]}}")
-        unknown = sorted(set(spec) - {"ps", "worker", "chief"})
-        if unknown:
-            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker")
-        cluster = {"ps": spec["ps"], "worker": spec.get("chief", []) + spec.get("worker", [])}
-    else:
-        cluster = {"ps": (ps_hosts or "").split(","), "worker": (worker_hosts or "").split(",")}
-    cluster = {job: [str(address).strip() for address in addresses if str(address).strip()]
-               for job, addresses in cluster.items()}
-    for job, flag in (("ps", "parameter server"), ("worker", "worker")):
-        if not cluster[job]:
-            raise LaunchError(f"the cluster has no {flag}: give at least one {job} address")
-    seen = {}
-    for job, addresses in cluster.items():
-        for index, address in enumerate(addresses):
-            host, port = split_address(address)
-            if (host, port) in seen:
-                raise LaunchError(f"{address} is given twice in the cluster ({seen[host, port]} and "
-                                  f"{task_name(job, index)})")
-            seen[host, port] = task_name(job, index)
-    return cluster
-
-
-def parse_tasks(text, cluster):
-    """--tasks 'ps:0,worker:0' -> [("ps", 0), ("worker", 0)], each a task of the cluster."""
-    tasks = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        job, colon, index = item.partition(":")
-        if job not in cluster or not colon or not index.isdigit() or int(index) >= len(cluster[job]):
-            raise LaunchError(f"--tasks {item!r}: expected job:index with job ps or worker and an index the "
-                              f"cluster has (ps 0-{len(cluster['ps']) - 1}, worker 0-{len(cluster['worker']) - 1})")
-        tasks.append((job, int(index)))
-    if not tasks:
-        raise LaunchError("--tasks names no task: give e.g. --tasks ps:0,worker:0")
-    return tasks
 
 
 def is_this_machine(host):
@@ -165,15 +93,6 @@ def is_loopback(host):
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def machines(cluster):
-    """{host: [task, ...]} in the order of the cluster: what each machine of the run starts."""
-    found = {}
-    for job in ("ps", "worker"):
-        for index, address in enumerate(cluster[job]):
-            found.setdefault(split_address(address)[0], []).append((job, index))
-    return found
-
-
 def local_tasks(cluster, tasks_flag=None, is_local=is_this_machine):
     """This machine's share of the cluster: --tasks, or every task whose host is this machine. The cluster may
     be of any size; one machine starts at most MAX_TASKS of its tasks."""
@@ -194,18 +113,10 @@ def check_share(tasks, host="this machine"):
     return tasks
 
 
-def all_tasks(cluster):
-    return [(job, index) for job in ("ps", "worker") for index in range(len(cluster[job]))]
-
-
-def cluster_addresses(cluster, tasks):
-    return [(task, cluster[task[0]][task[1]]) for task in tasks]
-
-
 def check_reachable(cluster, tasks, timeout=REACH_TIMEOUT_SECS):
     """Every other machine's tasks can be reached: a TCP connect is answered, accepted or refused (a task not
     started yet); a host that cannot be resolved, or one that does not answer, is named in a LaunchError."""
-    others = [(task, address) for task, address in cluster_addresses(cluster, all_tasks(cluster))
+    others = [(task, address) for task, address in addresses(cluster, all_tasks(cluster))
               if task not in tasks]
 
     def answers(address):
@@ -242,13 +153,13 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     tb_port = TB_BASE_PORT + exp_id
     if run_flags.get("pretrain"):
         run_flags["pretrain"] = os.path.abspath(run_flags["pretrain"])
-    base = [python, WORKER_SCRIPT, "--ps-hosts", ",".join(cluster["ps"]), "--worker-hosts",
-            ",".join(cluster["worker"]), "--log-dir", log_dir]
+    base = [python, WORKER_SCRIPT, "--ps-hosts", ",".join(cluster[PS.job]), "--worker-hosts",
+            ",".join(cluster[WORKER.job]), "--log-dir", log_dir]
     flags = constants.run_flag_argv(dict(run_flags, env_id=env_id))
     processes = [Process(task_name(job, index), base + ["--job-name", job, "--task", str(index)] + flags)
                  for job, index in sorted(tasks)]
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
-    if eval_every and ("worker", 0) in tasks:  # it reads the checkpoints, which the chief writes
+    if eval_every and CHIEF in tasks:  # it reads the checkpoints, which the chief writes
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
                                           str(eval_every), "--episodes", str(eval_episodes), "--greedy",
                                           "--random-start", str(constants.EVAL_RANDOM_START)]))
@@ -264,12 +175,12 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
 
 def cluster_ports(plan):
     """The ports this machine's share of the cluster listens on."""
-    return [split_address(address)[1] for _, address in cluster_addresses(plan.cluster, plan.tasks)]
+    return [split_address(address)[1] for _, address in addresses(plan.cluster, plan.tasks)]
 
 
 def supervised(process):
     """Whether the supervisor starts (and restarts) `process`, rather than the launcher: the cluster's."""
-    return process.name == "ps" or process.name.startswith(("ps-", "w-"))
+    return parse_task_name(process.name) is not None
 
 
 def shell_line(process, plan):
@@ -558,7 +469,7 @@ def run_processes(log_dir):
 
 
 def run_roles(log_dir):
-    """The run's TensorFlow processes running now, by the name the status view uses: {"ps": pid, "w-0": pid}."""
+    """The run's TensorFlow processes running now, by their task's name (cluster.task_name): {name: pid}."""
     found = {}
     for pid, argv in run_processes(log_dir).items():
         if "--job-name" in argv:
@@ -716,7 +627,9 @@ def stop_run(log_dir, session, quiet=False):
             supervisors = [pid for pid, argv in run_processes(log_dir).items() if SUPERVISE_FLAG in argv]
             _signal_and_wait(supervisors, signal.SIGTERM, 5.0)
     running = run_processes(log_dir)
-    workers = [pid for pid, argv in running.items() if ("--job-name", "worker") in set(zip(argv, argv[1:]))]
+    first = {role.job for role in ROLES.values() if role.stops_first}
+    workers = [pid for pid, argv in running.items() if "--job-name" in argv[:-1]
+               and argv[argv.index("--job-name") + 1] in first]
     others = [pid for pid in running if pid not in workers]
     below = descendants(running)  # found now: once a worker is gone its engine is re-parented
     left = _signal_and_wait(workers, signal.SIGTERM, STOP_GRACE_SECS)
@@ -737,13 +650,13 @@ def stop_run(log_dir, session, quiet=False):
 
 
 def announce(plan, isolated):
-    jobs = {job: sum(task[0] == job for task in plan.tasks) for job in ("ps", "worker")}
-    whole = len(plan.tasks) == len(plan.cluster["ps"]) + len(plan.cluster["worker"])
+    counts = {job: sum(task[0] == job for task in plan.tasks) for job in JOBS}
+    whole = len(plan.tasks) == len(all_tasks(plan.cluster))
     share = "" if whole else (f", this machine's share ({', '.join(task_name(*task) for task in plan.tasks)}) of "
-                              f"a cluster of {len(plan.cluster['ps'])} + {len(plan.cluster['worker'])}")
-    print(f"Run '{plan.session}': {jobs['ps']} parameter server{'s' * (jobs['ps'] != 1)}, {jobs['worker']} "
-          f"worker{'s' * (jobs['worker'] != 1)}{share}; logs, checkpoints and CSVs in {plan.log_dir}")
-    print(f"  cluster:      {constants.cluster_digest(plan.cluster)} (the same on every machine of the run)")
+                              f"a cluster of {' + '.join(str(len(plan.cluster[job])) for job in JOBS)}")
+    held = ", ".join(f"{counts[job]} {ROLES[job].title}{'s' * (counts[job] != 1)}" for job in JOBS)
+    print(f"Run '{plan.session}': {held}{share}; logs, checkpoints and CSVs in {plan.log_dir}")
+    print(f"  cluster:      {digest(plan.cluster)} (the same on every machine of the run)")
     if isolated:
         print("  network:      the cluster runs in a network namespace of its own: no port of it is open here")
     else:
@@ -768,8 +681,7 @@ def dry_run_text(plan_for, cluster, network):
                      "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
     if cluster is None:
         return "\n".join(lines + [script_texts(plan_for(None))[0]])
-    lines.append(f"# cluster {constants.cluster_digest(cluster)}: ps {', '.join(cluster['ps'])}; "
-                 f"worker {', '.join(cluster['worker'])}")
+    lines.append(f"# cluster {digest(cluster)}: {describe(cluster, ', ')}")
     for host, tasks in machines(cluster).items():
         check_share(tasks, host)
         lines.append(f"# ---- machine {host}: {', '.join(task_name(*task) for task in tasks)} (run the same "

@@ -8,10 +8,8 @@ variables and checkpoints them every `checkpoint_secs`.
 """
 import argparse
 import errno
-import json
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -24,6 +22,7 @@ import logdir
 logdir.tf_environment()
 
 import constants  # noqa: E402
+import cluster as roles  # noqa: E402  -- the cluster's roles (`cluster` is the ClusterSpec below)
 import envs  # noqa: E402
 import supervise  # noqa: E402
 from constants import UsageError  # noqa: E402
@@ -35,7 +34,6 @@ FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is
 OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
 CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
 CHECKPOINTS_KEPT = 5
-HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
 
 
 class ClusterError(Exception):
@@ -61,7 +59,7 @@ def write_failure(error, log_dir):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Run one parameter server or worker of a curiosity-agent run.")
-    parser.add_argument("--job-name", choices=("ps", "worker"), help="this process's role (default: TF_CONFIG's)")
+    parser.add_argument("--job-name", choices=roles.JOBS, help="this process's role (default: TF_CONFIG's)")
     parser.add_argument("--task", type=int, default=None, help="index of this process within its job")
     parser.add_argument("--ps-hosts", help="host:port of the parameter server")
     parser.add_argument("--worker-hosts", help="comma-separated host:port of every worker")
@@ -69,12 +67,12 @@ def parse_args(argv=None):
     constants.add_run_flags(parser)
     args = parser.parse_args(argv)
     try:
-        role = role_from_tf_config(os.environ.get("TF_CONFIG"))
+        role = roles.role_from_tf_config(os.environ.get("TF_CONFIG"))
     except ValueError as error:
         parser.error(f"TF_CONFIG: {error}")
     if not role:
         try:
-            role = role_from_slurm(os.environ)
+            role = roles.role_from_slurm(os.environ)
         except ValueError as error:
             parser.error(f"Slurm: {error}")
     for name, value in role.items():  # the command line wins; TF_CONFIG or Slurm fills what it leaves out
@@ -86,84 +84,10 @@ def parse_args(argv=None):
     return args
 
 
-SLURM_BASE_PORT = 12222  # under srun, the k-th task on a node listens on this port + k (SLURM_PORT_BASE to change)
-
-
-def expand_hostlist(text):
-    """Slurm's compressed host list, 'node[01-03,07],login1' -> ['node01', 'node02', 'node03', 'node07', 'login1']."""
-    hosts = []
-    for name, ranges in re.findall(r"([^,\[]+)(?:\[([^\]]*)\])?,?", text):
-        if not ranges:
-            hosts.append(name)
-            continue
-        for part in ranges.split(","):
-            first, _, last = part.partition("-")
-            for number in range(int(first), int(last or first) + 1):
-                hosts.append(f"{name}{number:0{len(first)}d}")
-    return hosts
-
-
-def expand_tasks_per_node(text):
-    """SLURM_STEP_TASKS_PER_NODE, '2(x3),1' -> [2, 2, 2, 1]."""
-    counts = []
-    for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", text):
-        counts += [int(count)] * int(times or 1)
-    return counts
-
-
-def role_from_slurm(environ):
-    """{job_name, task, ps_hosts, worker_hosts} of this task of an `srun` step, or {} outside one: task 0 is the
-    parameter server, the others the workers in order (the chief is task 1); tasks fill the nodes in order, as
-    srun's default block distribution places them, and the k-th task on a node listens on SLURM_PORT_BASE + k."""
-    if "SLURM_PROCID" not in environ or "SLURM_STEP_NODELIST" not in environ:
-        return {}
-    try:
-        rank = int(environ["SLURM_PROCID"])
-        nodes = expand_hostlist(environ["SLURM_STEP_NODELIST"])
-        counts = expand_tasks_per_node(environ["SLURM_STEP_TASKS_PER_NODE"])
-        base = int(environ.get("SLURM_PORT_BASE", SLURM_BASE_PORT))
-    except (KeyError, ValueError) as error:
-        raise ValueError(f"cannot read the step's tasks and nodes ({error})") from None
-    if len(nodes) != len(counts) or sum(counts) < 2 or not 0 <= rank < sum(counts):
-        raise ValueError(f"{sum(counts)} tasks on {len(nodes)} nodes: a run needs a parameter server and a worker, "
-                         f"one task each (srun --ntasks N+1)")
-    addresses = [f"{node}:{base + k}" for node, count in zip(nodes, counts) for k in range(count)]
-    return {"job_name": "ps" if rank == 0 else "worker", "task": max(rank - 1, 0), "ps_hosts": addresses[0],
-            "worker_hosts": ",".join(addresses[1:])}
-
-
-def role_from_tf_config(text):
-    """{job_name, task, ps_hosts, worker_hosts} from TF_CONFIG (the Kubeflow TFJob / tf.distribute convention:
-    {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0}}), or {} when unset. A
-    "chief" replica is worker 0, the chief of this design, and the "worker" replicas follow it."""
-    if not text:
-        return {}
-    try:
-        config = json.loads(text)
-        cluster, task = config["cluster"], config["task"]
-        chiefs, workers, ps = list(cluster.get("chief", [])), list(cluster.get("worker", [])), list(cluster["ps"])
-        kind, index = task["type"], int(task["index"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"not a cluster with ps and a task with type and index ({error})") from None
-    if kind == "chief":
-        kind = "worker"
-    elif kind == "worker":
-        index += len(chiefs)
-    elif kind != "ps":
-        raise ValueError(f"task type {kind!r}: this program runs ps, chief and worker tasks only")
-    if not ps or not chiefs + workers:
-        raise ValueError("the cluster needs a ps and at least one chief or worker")
-    return {"job_name": kind, "task": index, "ps_hosts": ",".join(ps), "worker_hosts": ",".join(chiefs + workers)}
-
-
-def cluster_spec(ps_hosts, worker_hosts):
-    return {"ps": ps_hosts.split(","), "worker": worker_hosts.split(",")}
-
-
 def describe_cluster(args):
     """The line every process logs: the cluster's digest (train.py prints the same on each machine) and hosts."""
-    spec = cluster_spec(args.ps_hosts, args.worker_hosts)
-    return f"cluster {constants.cluster_digest(spec)}: ps {args.ps_hosts}; worker {args.worker_hosts}"
+    spec = roles.from_hosts(args.ps_hosts, args.worker_hosts)
+    return f"cluster {roles.digest(spec)}: {roles.describe(spec)}"
 
 
 class SizeBalanced:
@@ -205,10 +129,10 @@ def write_config(log_dir, args, preset, config, saved=None):
 
 def run_ps(args):
     tf1 = import_tf()
-    cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
-    server = tf1.train.Server(cluster, job_name="ps", task_index=args.task,
-                              config=tf1.ConfigProto(device_filters=["/job:ps"]))
-    logger.info("parameter server %d listening on %s; %s", args.task, cluster.task_address("ps", args.task),
+    cluster = tf1.train.ClusterSpec(roles.from_hosts(args.ps_hosts, args.worker_hosts))
+    server = tf1.train.Server(cluster, job_name=roles.PS.job, task_index=args.task,
+                              config=tf1.ConfigProto(device_filters=[f"/job:{roles.PS.job}"]))
+    logger.info("parameter server %d listening on %s; %s", args.task, cluster.task_address(roles.PS.job, args.task),
                 describe_cluster(args))
     server.join()
 
@@ -344,11 +268,13 @@ def effective_config(args, env):
 
 
 def run_worker(args):
-    from a3c import A3C, EpisodeLogger, NonFiniteError
+    from a3c import A3C
+    from acting import EpisodeLogger
+    from sessions import Heartbeat, NonFiniteError
 
     tf1 = import_tf()
     task = args.task
-    chief = task == 0
+    chief = roles.is_chief(roles.WORKER.job, task)
     stop_flag = StopFlag()
     delay = envs.startup_delay(args.env_id, task)
     if delay:
@@ -369,7 +295,7 @@ def run_worker(args):
         env.action_space.seed(config.seed + task * config.envs_per_worker + index)
     tf1.set_random_seed(config.seed + task)
     np.random.seed(config.seed + task)  # the output layers' initial weights are drawn with numpy (model.py)
-    worker_device = f"/job:worker/task:{task}/cpu:0"
+    worker_device = f"/job:{roles.WORKER.job}/task:{task}/cpu:0"
     try:
         trainer = A3C(worker_envs, task, config, design_head=args.design_head,
                       env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
@@ -391,8 +317,8 @@ def run_worker(args):
         else:
             logger.info("no checkpoint in %s: starting fresh", train_dir)
 
-    cluster = tf1.train.ClusterSpec(cluster_spec(args.ps_hosts, args.worker_hosts))
-    server = tf1.train.Server(cluster, job_name="worker", task_index=task,
+    cluster = tf1.train.ClusterSpec(roles.from_hosts(args.ps_hosts, args.worker_hosts))
+    server = tf1.train.Server(cluster, job_name=roles.WORKER.job, task_index=task,
                               config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
     summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, task))
     saver = tf1.train.Saver(variables_to_save, max_to_keep=CHECKPOINTS_KEPT, save_relative_paths=True)  # movable
@@ -403,7 +329,7 @@ def run_worker(args):
         global_step=trainer.global_step, summary_writer=summary_writer,
         save_model_secs=config.checkpoint_secs, save_summaries_secs=config.checkpoint_secs,
         session_manager=joining_session_manager(tf1, ready_op))
-    session_config = tf1.ConfigProto(device_filters=["/job:ps", worker_device],
+    session_config = tf1.ConfigProto(device_filters=[f"/job:{roles.PS.job}", worker_device],
                                      operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
     episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
     heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps)
@@ -430,28 +356,6 @@ def run_worker(args):
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
 
 
-class Heartbeat:
-    """`<log-dir>/status_<task>.json`, rewritten every HEARTBEAT_SECS while training: what status.py shows, and
-    how it tells a hung or dead worker (an old heartbeat) from a working one."""
-
-    def __init__(self, log_dir, task, max_global_steps):
-        self.path = logdir.heartbeat_json(log_dir, task)
-        self.record = {"task": task, "pid": os.getpid(), "max_global_steps": max_global_steps, "started": time.time()}
-        self.last = None  # (time, steps trained) of the previous beat
-
-    def beat(self, trainer, episodes, state="training", force=False):
-        now = time.time()
-        if not force and self.last is not None and now - self.last[0] < HEARTBEAT_SECS:
-            return
-        rate = (trainer.steps_trained - self.last[1]) / max(now - self.last[0], 1e-6) if self.last else 0.0
-        self.last = (now, trainer.steps_trained)
-        self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
-                           skipped_updates=trainer.skipped_updates,
-                           steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
-                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb())
-        logdir.write_json_atomically(self.path, self.record)
-
-
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,
           heartbeat):
     """The session loop: train until the max global step or a stop request; the chief saves at the end."""
@@ -473,12 +377,12 @@ def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, 
 
 def main(argv=None):
     args = parse_args(argv)
-    name = "ps" if args.job_name == "ps" else f"w-{args.task}"
+    name = roles.task_name(args.job_name, args.task)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s",
                         stream=sys.stderr)
     supervise.enable_stack_dumps()  # the supervisor asks a hung worker where it hangs before it kills it
     try:
-        if args.job_name == "ps":
+        if args.job_name == roles.PS.job:
             run_ps(args)
             return 0
         os.makedirs(args.log_dir, exist_ok=True)

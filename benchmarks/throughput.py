@@ -73,7 +73,7 @@ def acting(env_id, seconds, seed, bonus="none", count=1, env_wrap=False):
     bonus="rollout": with the ICM, its bonus computed as env_runner does (inside the next act call);
     bonus="per-step": with the ICM, its bonus computed by a second session.run after every step, as the
     original did (one environment)."""
-    from a3c import env_runner, env_stepper
+    from acting import env_runner, env_stepper
     from curiosity import BetaScaler, StateActionPredictor
     from model import LSTMPolicy
 
@@ -287,7 +287,7 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
 
 def print_profile(profile):
     """Where a worker's time goes, per environment step, in each of its two threads."""
-    from a3c import Timings
+    from sessions import Timings
 
     micro = profile["microseconds_per_step"]
     for thread, phases in (("runner", Timings.RUNNER), ("trainer", Timings.TRAINER)):

@@ -256,7 +256,7 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
 
 
 def test_a_run_across_machines_is_read_as_one_run_from_their_log_dirs(tmp_path, capsys):
-    from a3c import EpisodeLogger, EpisodeTally
+    from acting import EpisodeLogger, EpisodeTally
 
     now, machines = time.time(), [tmp_path / "machine-a", tmp_path / "machine-b"]
     for task, (log_dir, episodes) in enumerate(zip(machines, (3, 2))):  # worker 0 on a, worker 1 on b

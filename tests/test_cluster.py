@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import constants
+import cluster as cluster_roles
 import train
 from conftest import ROOT
 from test_distributed import FAST, checkpoint_step, episodes, heartbeat, wait_for
@@ -92,7 +92,7 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
         # each machine started its own share, and logs it: A the ps and the chief, B worker 1
         assert set(train.run_roles(str(log_a))) == {"ps", "w-0"} and set(train.run_roles(str(log_b))) == {"w-1"}
         assert not os.path.exists(log_b / "train"), "only the chief, on machine A, writes checkpoints"
-        digest = constants.cluster_digest(spec)
+        digest = cluster_roles.digest(spec)
         assert f"cluster {digest}" in (log_b / "w-1.out").read_text()
         assert f"cluster {digest}" in (log_a / "w-0.out").read_text()
         kill_everything(launchers, [log_a, log_b])

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 import constants
 import envs
-from a3c import A3C, env_runner
+from a3c import A3C
+from acting import env_runner
 from curiosity import (BetaScaler, StateActionPredictor, StatePredictor, forward_loss_per_step, inverse_loss,
                        pixel_loss_per_step)
 

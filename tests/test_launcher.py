@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+import cluster as cluster_roles
 import constants
 import train
 from conftest import ROOT
@@ -79,10 +80,10 @@ def test_a_worker_takes_its_role_from_tf_config(monkeypatch):
 
     cluster = {"ps": ["ps0:2222"], "chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]}
     hosts = "c0:2222,w0:2222,w1:2222"
-    roles = [({"type": "chief", "index": 0}, ("worker", 0)),  # the chief is worker 0, the workers follow it
-             ({"type": "worker", "index": 1}, ("worker", 2)),
-             ({"type": "ps", "index": 0}, ("ps", 0))]
-    for task, expected in roles:
+    expectations = [({"type": "chief", "index": 0}, ("worker", 0)),  # the chief is worker 0, the workers follow
+                    ({"type": "worker", "index": 1}, ("worker", 2)),
+                    ({"type": "ps", "index": 0}, ("ps", 0))]
+    for task, expected in expectations:
         monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
         args = worker.parse_args(["--log-dir", "x"])
         assert (args.job_name, args.task, args.ps_hosts, args.worker_hosts) == (*expected, "ps0:2222", hosts)
@@ -93,7 +94,7 @@ def test_a_worker_takes_its_role_from_tf_config(monkeypatch):
     for bad in ("{not json", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}}),
                 json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})):
         with pytest.raises(ValueError):
-            worker.role_from_tf_config(bad)
+            cluster_roles.role_from_tf_config(bad)
     monkeypatch.delenv("TF_CONFIG")
     result = subprocess.run([sys.executable, os.path.join(ROOT, "worker.py"), "--log-dir", "x"], capture_output=True,
                             text=True, timeout=60, env=dict(os.environ, TF_CONFIG="{not json"))
@@ -106,17 +107,17 @@ def test_a_worker_takes_its_role_from_tf_config(monkeypatch):
 def test_a_worker_under_srun_takes_its_role_from_slurm(monkeypatch):
     import worker
 
-    assert worker.expand_hostlist("node[01-03,07],login1,gpu[8-10]") == [
+    assert cluster_roles.expand_hostlist("node[01-03,07],login1,gpu[8-10]") == [
         "node01", "node02", "node03", "node07", "login1", "gpu8", "gpu9", "gpu10"]
-    assert worker.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+    assert cluster_roles.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
     step = {"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "3,2"}  # 5 tasks: the ps and 4 workers
     hosts = "n1:12223,n1:12224,n2:12222,n2:12223"
-    assert worker.role_from_slurm(dict(step, SLURM_PROCID="0")) == {
+    assert cluster_roles.role_from_slurm(dict(step, SLURM_PROCID="0")) == {
         "job_name": "ps", "task": 0, "ps_hosts": "n1:12222", "worker_hosts": hosts}
-    assert worker.role_from_slurm(dict(step, SLURM_PROCID="3", SLURM_PORT_BASE="4000"))["task"] == 2
-    assert worker.role_from_slurm({"SLURM_PROCID": "0"}) == {}, "sbatch's shell, not an srun step"
+    assert cluster_roles.role_from_slurm(dict(step, SLURM_PROCID="3", SLURM_PORT_BASE="4000"))["task"] == 2
+    assert cluster_roles.role_from_slurm({"SLURM_PROCID": "0"}) == {}, "sbatch's shell, not an srun step"
     with pytest.raises(ValueError, match="needs a parameter server and a worker"):
-        worker.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "1"})
+        cluster_roles.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "1"})
     for name, value in dict(step, SLURM_PROCID="4").items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TF_CONFIG", raising=False)
@@ -188,7 +189,7 @@ def test_dry_run_of_a_cluster_prints_each_machines_commands_with_the_files_addre
         "--ps-hosts 10.9.0.1:2222 --worker-hosts 10.9.0.1:2223,10.9.0.2:2222,10.9.0.2:2223" in line
         for line in workers)
     assert "--tasks worker:1,worker:2" in sections[1]
-    assert f"cluster {constants.cluster_digest(TWO_MACHINES)}" in result.stdout
+    assert f"cluster {cluster_roles.digest(TWO_MACHINES)}" in result.stdout
     assert "network namespace" not in result.stdout  # across machines the ports must be reachable
     assert not (tmp_path / "run").exists()
 

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 import constants
 import envs
-from a3c import A3C, RunnerError, a3c_losses, stack_batches
+from a3c import A3C, a3c_losses, stack_batches
+from acting import RunnerError
 from conftest import free_ports
 from model import LSTMCell, LSTMPolicy, LSTMState, choose_head
 
@@ -150,7 +151,8 @@ def test_update_moves_globals_not_locals_and_counts_steps(graph):
 def test_a_batch_of_sequences_of_different_lengths_is_the_sum_of_its_sequences(graph):
     """Padding must not leak: the update on K rollouts of different lengths (an episode ended early) has the
     step-weighted mean of the losses, and the gradient, of each rollout fed alone."""
-    from a3c import PartialRollout, process_rollout, stack_batches
+    from a3c import process_rollout, stack_batches
+    from acting import PartialRollout
 
     trainer = A3C([envs.create_env("CorridorPixels-v0", seed=k) for k in range(3)], 0,
                   constants.Config(lstm_size=16), unsup="action")
@@ -264,7 +266,7 @@ class PoisonedRewards(envs.gym.Wrapper):
 
 
 def test_a_nan_update_is_skipped_whole_and_many_in_a_row_stop_the_worker(graph, monkeypatch):
-    import a3c
+    import sessions
 
     env = PoisonedRewards(envs.create_env("Corridor-v0", seed=0))
     trainer = A3C(env, 0, constants.Config(lstm_size=8, learning_rate=1e-2), unsup="action")
@@ -288,8 +290,8 @@ def test_a_nan_update_is_skipped_whole_and_many_in_a_row_stop_the_worker(graph, 
         assert any(not np.array_equal(a, b) for a, b in zip(before, session.run(written)))
 
         env.poisoned = True
-        monkeypatch.setattr(a3c, "NONFINITE_UPDATES_LIMIT", 3)
-        with pytest.raises(a3c.NonFiniteError, match="3 updates in a row .* check the environment's rewards"):
+        monkeypatch.setattr(sessions, "NONFINITE_UPDATES_LIMIT", 3)
+        with pytest.raises(sessions.NonFiniteError, match="3 updates in a row .* check the environment's rewards"):
             for _ in range(30):
                 trainer.process()
         trainer.stop()
@@ -382,9 +384,9 @@ class HungEnv(envs.gym.Wrapper):
 
 
 def test_a_hung_environment_is_reported_by_the_trainer_not_waited_on_forever(graph, monkeypatch):
-    import a3c
+    import acting
 
-    monkeypatch.setattr(a3c, "ROLLOUT_WAIT_SECS", 2.0)
+    monkeypatch.setattr(acting, "ROLLOUT_WAIT_SECS", 2.0)
     env = HungEnv(envs.create_env("Corridor-v0"))
     trainer = A3C(env, 0, constants.Config(lstm_size=8))
     with tf1.Session() as session:

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from a3c import IntrinsicStream, PartialRollout, discount, process_rollout
+from a3c import IntrinsicStream, discount, process_rollout
+from acting import PartialRollout
 
 GAMMA = 0.5
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import envs
-from a3c import EpisodeStats, RunnerThread, env_runner, env_stepper
+from acting import EpisodeStats, RunnerThread, env_runner, env_stepper
 from curiosity import BetaScaler
 
 
@@ -207,7 +207,7 @@ class FlakySession:
 def test_aborted_runs_are_retried_then_reported():
     import tensorflow as tf
 
-    from a3c import ABORT_RETRIES, AbortRetrySession, abort_reason
+    from sessions import ABORT_RETRIES, AbortRetrySession, abort_reason
 
     session = AbortRetrySession(FlakySession(failures=2))
     reason = "The same RunGraph (Worker) request was received twice. step_id: 7"
@@ -231,7 +231,7 @@ class MisdescribingSession(FlakySession):
 
 
 def test_an_abort_that_tensorflow_fails_to_describe_is_retried_too():
-    from a3c import AbortRetrySession
+    from sessions import AbortRetrySession
 
     session = AbortRetrySession(MisdescribingSession(failures=1))
     assert session.run("fetches") == "fetches" and session.aborts == 1
@@ -241,7 +241,7 @@ def test_an_error_whose_message_quotes_a_tensor_name_raises_as_itself():
     # the real Session.run: the op's error quotes `[[x:0`, which TensorFlow takes for a node's name
     import tensorflow as tf
 
-    from a3c import AbortRetrySession
+    from sessions import AbortRetrySession
 
     tf1 = tf.compat.v1
 
@@ -260,7 +260,7 @@ def test_a_huge_error_message_is_raised_at_once_not_parsed_for_minutes():
     # which TensorFlow's own message parsing would take about two minutes over (it is quadratic), holding the GIL
     import tensorflow as tf
 
-    import a3c
+    import sessions
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
@@ -274,11 +274,11 @@ def test_a_huge_error_message_is_raised_at_once_not_parsed_for_minutes():
             seconds = time.perf_counter() - start
     message = raised.value.message
     assert seconds < 5.0, f"the error took {seconds:.1f} s to raise"
-    assert "characters cut" in message and len(message) < 10 * a3c.ERROR_MESSAGE_KEPT  # the cut, and its traceback
+    assert "characters cut" in message and len(message) < 10 * sessions.ERROR_MESSAGE_KEPT  # the cut, and its traceback
 
 
 def test_game_metrics_reach_the_episode_csv(tmp_path):
-    from a3c import EpisodeLogger, EpisodeTally
+    from acting import EpisodeLogger, EpisodeTally
 
     tally = EpisodeTally()
     for info in ({"distance": 40, "position_x": 1.0}, {"distance": 90, "position_x": 2.0}, {"distance": 60}):
@@ -294,7 +294,7 @@ def test_game_metrics_reach_the_episode_csv(tmp_path):
 
 
 def test_an_older_episode_csv_is_moved_aside_not_misaligned(tmp_path):
-    from a3c import EpisodeLogger, EpisodeTally
+    from acting import EpisodeLogger, EpisodeTally
 
     old = tmp_path / "episodes_0.csv"
     old.write_text("global_step,wall_time,worker,reward\n10,1.0,0,2.5\n")
@@ -308,7 +308,7 @@ def test_an_older_episode_csv_is_moved_aside_not_misaligned(tmp_path):
 
 def test_a_row_cut_short_by_a_kill_is_cut_on_resume_and_skipped_by_readers(tmp_path):
     import logdir
-    from a3c import EpisodeLogger, EpisodeTally
+    from acting import EpisodeLogger, EpisodeTally
 
     first = EpisodeLogger(str(tmp_path), 0, None, lambda: 10)
     first(EpisodeTally().stats(truncated=False))

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import cluster
 import logdir
 import supervise
 from conftest import ROOT
@@ -65,6 +66,39 @@ def test_a_killed_worker_comes_back_without_orphans_and_a_finished_one_is_done(t
     while time.time() < deadline and not supervise.is_zombie(orphan):
         time.sleep(0.1)
     assert supervise.is_zombie(orphan), "the dead worker's child was left running"
+
+
+@pytest.mark.parametrize("job", cluster.JOBS)
+def test_each_role_is_supervised_by_the_rules_of_the_roles_table(tmp_path, job):
+    """Whatever the table says of a role holds: a learner that exits 0 is done, another role is started again
+    (and, if it holds the learners' variables, the learners with it); only a role with a heartbeat is hung when
+    its heartbeat stops."""
+    role = cluster.ROLES[job]
+    subject, learner = cluster.task_name(job, 0), cluster.task_name(cluster.WORKER.job, 1)
+    flag = tmp_path / "second-life"
+    once = (f"import pathlib, time; p = pathlib.Path({str(flag)!r})\n"
+            "if not p.exists(): p.touch(); raise SystemExit(0)\ntime.sleep(60)")
+    supervisor = supervise.Supervisor(str(tmp_path), {subject: python(once),
+                                                      learner: python("import time; time.sleep(60)")}, **FAST)
+    run_until(supervisor, lambda: (member(supervisor, subject).done or member(supervisor, subject).restarts)
+              and member(supervisor, learner).process is not None)  # the first exit handled, either way
+    assert member(supervisor, subject).done == role.learner
+    assert member(supervisor, subject).restarts == (0 if role.learner else 1)
+    assert member(supervisor, learner).restarts == (1 if role.restarts_learners else 0)
+    old = tmp_path / logdir.heartbeat_json("", member(supervisor, subject).index)
+    stale = supervise.Member(subject, [], str(tmp_path))
+    stale.process = subprocess.Popen(["true"])
+    stale.process.wait()
+    old.write_text(json.dumps({"pid": stale.process.pid, "time": 0.0, "state": "training"}))
+    assert (stale.heartbeat_age(100.0) is not None) == role.heartbeat
+    for each in supervisor.members:
+        if each.process:
+            each.process.kill()
+
+
+def test_the_supervisor_refuses_a_process_that_is_no_task_of_the_cluster(tmp_path):
+    with pytest.raises(ValueError, match="not the name of a task"):
+        supervise.Supervisor(str(tmp_path), {"tb": python("pass")})
 
 
 def test_a_usage_error_stops_the_run_without_a_restart(tmp_path):

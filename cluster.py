@@ -1,0 +1,238 @@
+"""The roles of a run's cluster, in one table, and the ways a cluster is described.
+
+Which jobs a cluster of each algorithm has, which task is the chief, how a task is named, whether it beats a
+heartbeat, what its death restarts and when the run is done: the launcher (train.py), the worker, the
+supervisor and the status view read `ROLES` and the functions below; no other file spells a job's name.
+A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "worker": ["host:port", ...]}; a
+task is (job, index). It is read from a JSON file or flags (train.py), TF_CONFIG or a Slurm step (worker.py).
+This module does not import TensorFlow.
+"""
+import dataclasses
+import hashlib
+import json
+import re
+
+
+@dataclasses.dataclass(frozen=True)
+class Role:
+    job: str  # TensorFlow's job name
+    title: str  # in messages
+    prefix: str  # of its processes' names (tmux windows, <name>.out, the supervisor's and status view's keys)
+    heartbeat: bool  # beats <log-dir>/status_<task>.json while it trains: a live one whose beat stops is hung
+    learner: bool  # trains: the run is done when every learner has finished (exit 0); its usage error stops it
+    restarts_learners: bool  # holds the global variables: its death loses every learner's session
+    stops_first: bool  # stopped first, given time to save its last checkpoint, before the others
+
+
+PS = Role("ps", "parameter server", "ps", heartbeat=False, learner=False, restarts_learners=True, stops_first=False)
+WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, restarts_learners=False, stops_first=True)
+# The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles (a replay server,
+# an actor pool) adds its row here.
+CLUSTERS = {"a3c": (PS, WORKER)}
+ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
+JOBS = tuple(ROLES)
+CHIEF = (WORKER.job, 0)  # initialises or restores the global variables, checkpoints them, and saves at the end
+
+
+def is_chief(job, index):
+    return (job, index) == CHIEF
+
+
+def task_name(job, index):
+    """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"."""
+    role = ROLES[job]
+    if role is PS and index == 0:
+        return PS.prefix
+    return f"{role.prefix}-{index}"
+
+
+def parse_task_name(name):
+    """'w-3' -> ("worker", 3), 'ps' -> ("ps", 0); None for a name that is not a task's (supervisor, tb)."""
+    if name == PS.prefix:
+        return PS.job, 0
+    prefix, dash, index = name.rpartition("-")
+    for role in ROLES.values():
+        if dash and prefix == role.prefix and index.isdigit():
+            return role.job, int(index)
+    return None
+
+
+def role_of(name):
+    """The Role of the process named `name`, or None."""
+    task = parse_task_name(name)
+    return ROLES[task[0]] if task else None
+
+
+class LaunchError(Exception):
+    """Something the user can fix before anything starts; printed as one line."""
+
+
+def local(first_port, num_workers, num_ps=1):
+    """The cluster of a run on this machine alone: the parameter servers, then the workers, on 127.0.0.1 from
+    `first_port` on."""
+    return {PS.job: [f"127.0.0.1:{first_port + j}" for j in range(num_ps)],
+            WORKER.job: [f"127.0.0.1:{first_port + num_ps + i}" for i in range(num_workers)]}
+
+
+def describe(cluster, separator=","):
+    """'ps HOST:PORT; worker HOST:PORT,...': the hosts of each job, as the logs show them."""
+    return "; ".join(f"{job} {separator.join(cluster[job])}" for job in JOBS)
+
+
+def from_hosts(ps_hosts, worker_hosts):
+    """The cluster of worker.py's --ps-hosts and --worker-hosts."""
+    return {PS.job: ps_hosts.split(","), WORKER.job: worker_hosts.split(",")}
+
+
+def split_address(address):
+    """'host:port' -> (host, port) ('[::1]:2222' for IPv6); LaunchError naming the address otherwise."""
+    host, colon, port = str(address).strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or " " in host:
+        raise LaunchError(f"{address!r} is not host:port (a host name or IP address, a colon, a port 1-65535)")
+    return host, int(port)
+
+
+def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
+    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form; a "chief" list counts as the first workers,
+    as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address checked, none twice."""
+    if path:
+        try:
+            with open(path) as handle:
+                spec = json.load(handle)
+        except OSError as error:
+            raise LaunchError(f"cannot read --cluster {path} ({error.strerror})") from None
+        except ValueError as error:
+            raise LaunchError(f"--cluster {path} is not JSON ({error})") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("ps"), list) or not isinstance(
+                spec.get("chief", []) + spec.get("worker", []), list):
+            raise LaunchError(f"--cluster {path}: expected {{\"ps\": [\"host:port\", ...], \"worker\": "
+                              f"[\"host:port\", ...]}}")
+        unknown = sorted(set(spec) - {"ps", "worker", "chief"})
+        if unknown:
+            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker")
+        cluster = {"ps": spec["ps"], "worker": spec.get("chief", []) + spec.get("worker", [])}
+    else:
+        cluster = {"ps": (ps_hosts or "").split(","), "worker": (worker_hosts or "").split(",")}
+    cluster = {job: [str(address).strip() for address in addresses if str(address).strip()]
+               for job, addresses in cluster.items()}
+    for role in CLUSTERS["a3c"]:
+        if not cluster[role.job]:
+            raise LaunchError(f"the cluster has no {role.title}: give at least one {role.job} address")
+    seen = {}
+    for job, addresses in cluster.items():
+        for index, address in enumerate(addresses):
+            host, port = split_address(address)
+            if (host, port) in seen:
+                raise LaunchError(f"{address} is given twice in the cluster ({seen[host, port]} and "
+                                  f"{task_name(job, index)})")
+            seen[host, port] = task_name(job, index)
+    return cluster
+
+
+def parse_tasks(text, cluster):
+    """--tasks 'ps:0,worker:0' -> [("ps", 0), ("worker", 0)], each a task of the cluster."""
+    tasks = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        job, colon, index = item.partition(":")
+        if job not in cluster or not colon or not index.isdigit() or int(index) >= len(cluster[job]):
+            raise LaunchError(f"--tasks {item!r}: expected job:index with job ps or worker and an index the "
+                              f"cluster has (ps 0-{len(cluster['ps']) - 1}, worker 0-{len(cluster['worker']) - 1})")
+        tasks.append((job, int(index)))
+    if not tasks:
+        raise LaunchError("--tasks names no task: give e.g. --tasks ps:0,worker:0")
+    return tasks
+
+
+def machines(cluster):
+    """{host: [task, ...]} in the order of the cluster: what each machine of the run starts."""
+    found = {}
+    for job in JOBS:
+        for index, address in enumerate(cluster[job]):
+            found.setdefault(split_address(address)[0], []).append((job, index))
+    return found
+
+
+def all_tasks(cluster):
+    return [(job, index) for job in JOBS for index in range(len(cluster[job]))]
+
+
+def addresses(cluster, tasks):
+    return [(task, cluster[task[0]][task[1]]) for task in tasks]
+
+
+def digest(cluster):
+    """A short hash of the cluster {"ps": [...], "worker": [...]}: the launcher on each machine and every worker
+    log it, so that a run started from different cluster files shows in the logs."""
+    canonical = json.dumps({job: list(cluster[job]) for job in JOBS}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+SLURM_BASE_PORT = 12222  # under srun, the k-th task on a node listens on this port + k (SLURM_PORT_BASE to change)
+
+
+def expand_hostlist(text):
+    """Slurm's compressed host list, 'node[01-03,07],login1' -> ['node01', 'node02', 'node03', 'node07', 'login1']."""
+    hosts = []
+    for name, ranges in re.findall(r"([^,\[]+)(?:\[([^\]]*)\])?,?", text):
+        if not ranges:
+            hosts.append(name)
+            continue
+        for part in ranges.split(","):
+            first, _, last = part.partition("-")
+            for number in range(int(first), int(last or first) + 1):
+                hosts.append(f"{name}{number:0{len(first)}d}")
+    return hosts
+
+
+def expand_tasks_per_node(text):
+    """SLURM_STEP_TASKS_PER_NODE, '2(x3),1' -> [2, 2, 2, 1]."""
+    counts = []
+    for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", text):
+        counts += [int(count)] * int(times or 1)
+    return counts
+
+
+def role_from_slurm(environ):
+    """{job_name, task, ps_hosts, worker_hosts} of this task of an `srun` step, or {} outside one: task 0 is the
+    parameter server, the others the workers in order (the chief is task 1); tasks fill the nodes in order, as
+    srun's default block distribution places them, and the k-th task on a node listens on SLURM_PORT_BASE + k."""
+    if "SLURM_PROCID" not in environ or "SLURM_STEP_NODELIST" not in environ:
+        return {}
+    try:
+        rank = int(environ["SLURM_PROCID"])
+        nodes = expand_hostlist(environ["SLURM_STEP_NODELIST"])
+        counts = expand_tasks_per_node(environ["SLURM_STEP_TASKS_PER_NODE"])
+        base = int(environ.get("SLURM_PORT_BASE", SLURM_BASE_PORT))
+    except (KeyError, ValueError) as error:
+        raise ValueError(f"cannot read the step's tasks and nodes ({error})") from None
+    if len(nodes) != len(counts) or sum(counts) < 2 or not 0 <= rank < sum(counts):
+        raise ValueError(f"{sum(counts)} tasks on {len(nodes)} nodes: a run needs a parameter server and a worker, "
+                         f"one task each (srun --ntasks N+1)")
+    hosts = [f"{node}:{base + k}" for node, count in zip(nodes, counts) for k in range(count)]
+    return {"job_name": PS.job if rank == 0 else WORKER.job, "task": max(rank - 1, 0), "ps_hosts": hosts[0],
+            "worker_hosts": ",".join(hosts[1:])}
+
+
+def role_from_tf_config(text):
+    """{job_name, task, ps_hosts, worker_hosts} from TF_CONFIG (the Kubeflow TFJob / tf.distribute convention:
+    {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0}}), or {} when unset. A
+    "chief" replica is worker 0, the chief of this design, and the "worker" replicas follow it."""
+    if not text:
+        return {}
+    try:
+        config = json.loads(text)
+        cluster, task = config["cluster"], config["task"]
+        chiefs, workers, ps = list(cluster.get("chief", [])), list(cluster.get("worker", [])), list(cluster["ps"])
+        kind, index = task["type"], int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"not a cluster with ps and a task with type and index ({error})") from None
+    if kind == "chief":
+        kind = "worker"
+    elif kind == "worker":
+        index += len(chiefs)
+    elif kind != "ps":
+        raise ValueError(f"task type {kind!r}: this program runs ps, chief and worker tasks only")
+    if not ps or not chiefs + workers:
+        raise ValueError("the cluster needs a ps and at least one chief or worker")
+    return {"job_name": kind, "task": index, "ps_hosts": ",".join(ps), "worker_hosts": ",".join(chiefs + workers)}

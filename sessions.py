@@ -1,0 +1,188 @@
+"""TensorFlow session plumbing that every learner uses: the bound on TensorFlow's error messages, the session
+that retries the distributed runtime's spurious aborts, the global step, the update that skips NaN and inf,
+the phase timings and the heartbeat that status.py and the supervisor read.
+
+A learner builds its graph and runs its session through these; `AbortRetrySession` installs the bound on error
+messages itself, so no learner can lose the fix for hung workers by forgetting an import.
+"""
+import contextlib
+import logging
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+import logdir
+import supervise
+
+tf1 = tf.compat.v1
+logger = logging.getLogger(__name__)
+
+ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
+ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
+NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
+HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
+
+
+class Timings:
+    """Seconds a worker spent in each phase of its two threads, summed since start; the heartbeat publishes them
+    and `benchmarks/throughput.py --profile` turns them into time per environment step."""
+
+    RUNNER = ("env", "act", "act_and_bonus", "queue_put")  # env.step/reset; session.run to act (with the bonus)
+    TRAINER = ("queue_get", "advantages", "sync", "train")  # train: gradients and apply, one session.run
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.RUNNER + self.TRAINER, 0.0)  # each key written by one thread only
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - start
+
+    def snapshot(self):
+        return {name: round(value, 3) for name, value in self.seconds.items()}
+
+
+def bound_error_messages():
+    """Cut TensorFlow's error messages to their two ends before `Session.run` parses them.
+
+    This is why workers hung. The distributed runtime's duplicate-RunGraph `AbortedError` carries the whole
+    request, feeds included, as text (tens of kB for one act call, megabytes for an update), and `Session.run`
+    scans every error message with a regular expression whose time grows with the square of its length
+    (`error_interpolation.parse_message`: 22 s for 80 kB here), holding the GIL, so every thread of the worker
+    stops. Seen with stack dumps of hung Doom workers on 16 cores: the runner thread inside `parse_message`, the
+    trainer waiting in its `session.run`. The node tag that interpolation looks for ends a message, so both ends
+    are kept. TensorFlow offers no setting for this, hence the patch of its module function.
+    """
+    from tensorflow.python.framework import error_interpolation
+    original = error_interpolation.interpolate_graph
+    if getattr(original, "bounded", False):
+        return
+
+    def interpolate_graph(message, graph):
+        if len(message) > 2 * ERROR_MESSAGE_KEPT:
+            message = (f"{message[:ERROR_MESSAGE_KEPT]} ... [{len(message) - 2 * ERROR_MESSAGE_KEPT} characters "
+                       f"cut] ... {message[-ERROR_MESSAGE_KEPT:]}")
+        return original(message, graph)
+
+    interpolate_graph.bounded = True
+    error_interpolation.interpolate_graph = interpolate_graph
+
+
+
+def abort_reason(message):
+    """The line of an AbortedError's message that says why (the first is only "Graph execution error:")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    why = next((line for line in lines if "twice" in line or "Aborted" in line), lines[0] if lines else "")
+    return why[:200]
+
+
+class AbortRetrySession:
+    """Wraps a session so that `run` retries TF's spurious duplicate-RunGraph AbortedError.
+
+    Under load the distributed runtime intermittently raises `AbortedError: The same RunGraph (Worker) request
+    was received twice` while two threads share a session; the request did not run, so running it again is safe.
+    """
+
+    def __init__(self, session, retries=ABORT_RETRIES):
+        bound_error_messages()
+        self.session = session
+        self.retries = retries
+        self.aborts = 0
+
+    def run(self, fetches, feed_dict=None):
+        for attempt in range(self.retries + 1):
+            try:
+                return self.session.run(fetches, feed_dict)
+            except (tf.errors.OpError, ValueError) as raised:
+                error = described_error(raised)
+                if not isinstance(error, tf.errors.AbortedError) or attempt == self.retries:
+                    raise error from None
+                self.aborts += 1
+                logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
+
+
+def described_error(raised):
+    """The OpError that `Session.run` failed on, also where it failed while describing it.
+
+    Before it raises an OpError, `Session.run` takes the first `[[name` of the message for a node of the graph,
+    and a name with a colon makes it raise a ValueError instead. The duplicate-RunGraph abort quotes the request's
+    tensors as text, which now and then holds `[[...:`: on 16 cores a Doom worker died of that `ValueError: Name
+    '<binary>' appears to refer to a Tensor` instead of retrying its abort.
+    """
+    if isinstance(raised, ValueError) and isinstance(raised.__context__, tf.errors.OpError):
+        return raised.__context__
+    return raised
+
+
+def global_step_variable():
+    return tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(), trainable=False)
+
+
+def guarded_apply(updates, gradient_norms, extra=()):
+    """The op that applies `updates` [(optimizer, gradients, variables)] and runs `extra` ops, all or nothing:
+    skipped whole (weights and optimizer moments untouched) when a gradient norm of `gradient_norms` is NaN or
+    inf, which a NaN or inf anywhere in a loss or gradient shows; and the boolean of whether it was applied.
+    Cost, measured (benchmarks/throughput.py --env-id doom --workers 2 --unsup action, 3 pairs): the train phase
+    went 2,400 -> 2,530 us per env step, alike as TF2's functional If or TF1's Switch/Merge."""
+    finite = tf.reduce_all(tf.math.is_finite(tf.stack(gradient_norms)))
+    apply = tf.cond(finite,
+                    lambda: tf.group(*[optimizer.apply_gradients(zip(gradients, variables))
+                                       for optimizer, gradients, variables in updates], *extra),
+                    tf.no_op)
+    return apply, finite
+
+
+class NonFiniteError(RuntimeError):
+    """Updates keep coming out NaN or inf: skipping them does not help, so the worker stops."""
+
+
+class NonFiniteGuard:
+    """Counts the updates `guarded_apply` skipped; many in a row mean a cause that will not pass: stop."""
+
+    def __init__(self):
+        self.skipped = 0
+        self.in_a_row = 0
+
+    def count(self, finite, update, inputs):
+        """After update number `update`; `inputs` {name: array} are what the update was fed, to name those that
+        hold NaN or inf."""
+        if finite:
+            self.in_a_row = 0
+            return
+        self.skipped += 1
+        self.in_a_row += 1
+        bad = [name for name, values in inputs.items() if not np.all(np.isfinite(values))]
+        logger.warning("update %d skipped: a loss or gradient was NaN or inf%s (%d skipped in all)", update,
+                       f"; the batch's {' and '.join(bad)} hold NaN or inf" if bad else "", self.skipped)
+        if self.in_a_row >= NONFINITE_UPDATES_LIMIT:
+            raise NonFiniteError(
+                f"{self.in_a_row} updates in a row had a NaN or inf loss or gradient and were skipped "
+                f"(the global weights are untouched by them): lower learning_rate, or check the environment's "
+                f"{' and '.join(bad) or 'rewards and observations'}")
+
+
+class Heartbeat:
+    """`<log-dir>/status_<task>.json`, rewritten every HEARTBEAT_SECS while training: what status.py shows, and
+    how it tells a hung or dead worker (an old heartbeat) from a working one."""
+
+    def __init__(self, log_dir, task, max_global_steps):
+        self.path = logdir.heartbeat_json(log_dir, task)
+        self.record = {"task": task, "pid": os.getpid(), "max_global_steps": max_global_steps, "started": time.time()}
+        self.last = None  # (time, steps trained) of the previous beat
+
+    def beat(self, trainer, episodes, state="training", force=False):
+        now = time.time()
+        if not force and self.last is not None and now - self.last[0] < HEARTBEAT_SECS:
+            return
+        rate = (trainer.steps_trained - self.last[1]) / max(now - self.last[0], 1e-6) if self.last else 0.0
+        self.last = (now, trainer.steps_trained)
+        self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
+                           skipped_updates=trainer.skipped_updates,
+                           steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
+                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb())
+        logdir.write_json_atomically(self.path, self.record)
