@@ -529,17 +529,15 @@ def write_supervised(plan):
 
 
 def launch_detached(plan):
-    """Start every process in its own session with output in <log-dir>/<name>.out; returns {name: Popen}. The
-    cluster's are the supervisor's to start; in child mode the launcher itself supervises."""
-    children = {}
+    """Start every process in its own session with output in <log-dir>/<name>.out. The cluster's are the
+    supervisor's to start; in child mode the launcher itself supervises."""
     for process in plan.processes:
         if supervised(process) or (process.name == "supervisor" and plan.mode == "child"):
             continue
         out = open(logdir.output(plan.log_dir, process.name), "ab")
-        children[process.name] = subprocess.Popen(process.argv, stdout=out, stderr=subprocess.STDOUT,
-                                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        subprocess.Popen(process.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
         out.close()
-    return children
 
 
 def _interrupt(signum, frame):
@@ -576,7 +574,7 @@ def run_supervisor(log_dir):
     return code, reason
 
 
-def wait_for_children(plan, children):
+def wait_for_children(plan):
     """Child mode: supervise the run until its workers finish, Ctrl-C, or a process that keeps failing; then
     stop it. Exit status 0 when the workers finished."""
     code, reason = run_supervisor(plan.log_dir)
@@ -763,10 +761,10 @@ def main(argv=None):
         launch_tmux(plan)
         announce(plan, isolated)
         return 0
-    children = launch_detached(plan)
+    launch_detached(plan)
     announce(plan, isolated)
     if args.mode == "child":
-        return wait_for_children(plan, children)
+        return wait_for_children(plan)
     return 0
 
 
