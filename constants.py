@@ -64,13 +64,13 @@ class Config:
     epsilon of Adam's update lr x m / (sqrt(v) + epsilon). With the default (TensorFlow's and the original's) a
     step has the full size however small the gradient: near-deterministic policies then keep moving toward
     determinism. 0.1 keeps small gradients' steps small: CartPole runs that collapsed to one action with 1e-8
-    solved with 0.1, which the classic preset therefore uses (README, Hyper-parameters). The policy's only: the
+    solved with 0.1, which the classic preset therefore uses (docs/hyperparameters.md). The policy's only: the
     curiosity predictor has predictor_adam_epsilon""")
     predictor_adam_epsilon: float = _param(1e-8, """
     epsilon of Adam for the curiosity predictor's variables (the original's 1e-8). Apart from adam_epsilon
     because the predictor's gradients are small: with 0.1 it barely learned, its bonus stopped telling new
     states from visited ones, and ICM on CorridorLong-v0 found the goal in 1 of 3 seeds (2 minutes each)
-    instead of 3 of 3 (README, Curiosity)""")
+    instead of 3 of 3 (docs/hyperparameters.md)""")
     prediction_beta: float = _param(0.01, """
     curiosity bonus = prediction_beta x the forward model's loss at that step (0.5 is the original's hint
     for --unsup state)""")
@@ -192,18 +192,18 @@ def apply_overrides(config, overrides):
 # Named sets of overrides. `auto` picks one from the environment's observations; `--set` applies on top.
 PRESETS = {
     "paper": {},
-    # Measured on CartPole (README, Hyper-parameters): Adam's epsilon of 0.1 against weights that drift with
+    # Measured on CartPole (docs/hyperparameters.md): Adam's epsilon of 0.1 against weights that drift with
     # noise-sized gradients, lr 5e-4 against the step that saturated the policy after a sudden drop in returns,
     # 8 environments per worker for the speed: 2 workers solved seeds 0-4 in 65-100 s.
     "classic": {"learning_rate": "5e-4", "reward_scale": "0.1", "entropy_beta": "1e-3", "adam_epsilon": "0.1",
                 "envs_per_worker": "8"},
     # With curiosity the policy must follow a small bonus, which Adam's epsilon of 0.1 damps to nothing
-    # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; README, Hyper-parameters).
+    # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; docs/hyperparameters.md).
     "classic_curiosity": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
     "mario": {"prediction_beta": "0.2", "entropy_beta": "0.0005"},  # the original's Mario settings
     # The original's constants with 16 environments per worker: 4x the steps per second on 2 cores, and per step
     # ICM learned MyWayHome dense as well (as K = 1 over the first 500k steps; success 0.79 at 5M on 2 cores,
-    # 0.70 at 5.4M on 16; README, Speed and Benchmarks).
+    # 0.70 at 5.4M on 16; docs/speed.md).
     "doom": {"envs_per_worker": "16"},
 }
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
@@ -267,7 +267,8 @@ RUN_FLAGS = (
     RunFlag("design_head", ("--design-head", "--designHead"), "network trunk (default: mlp for vector "
             "observations, universe for images)", choices=HEADS, recorded=True, identity=True),
     RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
-            "baselines), rnd (random network distillation)", default="none", choices=CURIOSITY_CHOICES, recorded=True, identity=True),
+            "baselines), rnd (random network distillation)", default="none", choices=CURIOSITY_CHOICES, recorded=True,
+            identity=True),
     RunFlag("no_reward", ("--no-reward", "--noReward"), "extrinsic reward forced to 0", kind="switch",
             recorded=True),
     RunFlag("no_life_reward", ("--no-life-reward", "--noLifeReward"), "negative extrinsic rewards clipped to 0",

@@ -100,7 +100,8 @@ class DoomStart:
 
 # The map has 17 spawn spots (MapSpot things 10-26); the dense task starts at one of them at random, picked by the
 # scenario's own ACS script. The sparse variants start on two of the same spots, facing their room's way out;
-# `benchmarks/doom_spawn_distances.py` measures every spot's path to the vest (see README, "Doom spawn spots").
+# `benchmarks/doom_spawn_distances.py` measures every spot's path to the vest (docs/environments.md, "Doom's spawn
+# spots").
 DOOM_VARIANTS = {
     "doom": None,
     "doomSparse": DoomStart(spot=10, x=240.0, y=-176.0, angle=0.0),  # the west room

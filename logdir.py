@@ -256,8 +256,8 @@ TF_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "CUDA_VISIBLE_DEVICES": "",  # CPU only, even where a GPU exists
     # oneDNN's kernels: TensorFlow turns them on by itself only on CPUs with AVX512-VNNI/BF16, AVX-VNNI or AMX. On the
-    # project's AVX2 machines they made Doom training 1.5x faster (the learner alone 1.4x) and CartPole's 1.2x (README,
-    # Speed).
+    # project's AVX2 machines they made Doom training 1.5x faster (the learner alone 1.4x) and CartPole's 1.2x
+    # (docs/speed.md).
     "TF_ENABLE_ONEDNN_OPTS": "1",
 }
 

@@ -32,3 +32,21 @@ def graph():
     tf.compat.v1.disable_eager_execution()
     with tf.Graph().as_default() as g:
         yield g
+
+
+def losses_while_training(trainer, updates, loss):
+    """Train `trainer` (an A3C) for `updates` updates in a fresh session and return, after each, the value of the
+    tensor `loss` of its local bonus on the batch it trained on; with the episodes' stats the runner reported."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    values, episodes = [], []
+    bonus = trainer.local_predictor
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, episodes.append)
+        for _ in range(updates):
+            batch = trainer.process()
+            values.append(session.run(loss, bonus.feed_sequences(batch.sequences, batch.actions)))
+        trainer.stop()
+    return values, episodes

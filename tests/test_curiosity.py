@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import constants
+from conftest import losses_while_training
 import envs
 from a3c import A3C
 from acting import env_runner
@@ -162,16 +163,7 @@ def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
     trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0,
                   constants.Config(lstm_size=16, learning_rate=1e-3), unsup=unsup)
     assert all(g is None for g in tf.gradients(trainer.predictor_loss, trainer.local_network.var_list))
-    losses = []
-    bonuses = []
-    with tf1.Session() as session:
-        session.run(tf1.global_variables_initializer())
-        trainer.start(session, None, lambda stats: bonuses.append(stats.bonus))
-        predictor = trainer.local_predictor
-        for _ in range(250):
-            batch = trainer.process()
-            losses.append(session.run(predictor.forward_loss, predictor.feed_sequences(
-                batch.sequences, batch.actions)))
-        trainer.stop()
+    losses, episodes = losses_while_training(trainer, 250, trainer.local_predictor.forward_loss)
+    bonuses = [stats.bonus for stats in episodes]
     assert bonuses and all(bonus > 0 for bonus in bonuses)
     assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])  # measured: 0.059 -> 0.002 for `state`

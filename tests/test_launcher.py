@@ -117,7 +117,8 @@ def test_a_worker_under_srun_takes_its_role_from_slurm(monkeypatch):
     assert cluster_roles.role_from_slurm(dict(step, SLURM_PROCID="3", SLURM_PORT_BASE="4000"))["task"] == 2
     assert cluster_roles.role_from_slurm({"SLURM_PROCID": "0"}) == {}, "sbatch's shell, not an srun step"
     with pytest.raises(ValueError, match="needs a parameter server and a worker"):
-        cluster_roles.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "1"})
+        cluster_roles.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1",
+                                       "SLURM_STEP_TASKS_PER_NODE": "1"})
     for name, value in dict(step, SLURM_PROCID="4").items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TF_CONFIG", raising=False)

@@ -399,7 +399,7 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
 
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
-    for flags in (["--steps", "five"], ["--parallel", "0"], ["--method", "rnd"]):
+    for flags in (["--steps", "five"], ["--parallel", "0"], ["--method", "ppo"]):
         result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
                                  str(tmp_path), *flags], capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr

@@ -7,6 +7,7 @@ import tensorflow as tf
 import constants
 import envs
 from a3c import A3C
+from conftest import losses_while_training
 from curiosity import RND_COUNT_START, RandomNetworkDistillation, ReturnScaler, RunningMoments
 
 tf1 = tf.compat.v1
@@ -128,13 +129,5 @@ def test_a_resumed_run_does_not_seed_its_statistics_again(graph):
 def test_predictor_learns_and_the_bonus_of_a_familiar_state_falls(graph):
     """On a deterministic corridor of pixels the states soon all become familiar: the predictor's error falls."""
     trainer = rnd_trainer("CorridorPixels-v0")
-    rnd = trainer.local_predictor
-    losses = []
-    with tf1.Session() as session:
-        session.run(tf1.global_variables_initializer())
-        trainer.start(session, None, lambda stats: None)
-        for _ in range(150):
-            batch = trainer.process()
-            losses.append(session.run(rnd.forward_loss, rnd.feed_sequences(batch.sequences, batch.actions)))
-        trainer.stop()
+    losses, _ = losses_while_training(trainer, 150, trainer.local_predictor.forward_loss)
     assert np.mean(losses[-10:]) < 0.3 * np.mean(losses[:3])

@@ -1,0 +1,72 @@
+"""The README is an entry point: short, the two commands first, and every link of it and of docs/ resolves."""
+import glob
+import os
+import re
+
+import pytest
+
+from conftest import ROOT
+
+README = os.path.join(ROOT, "README.md")
+PAGES = [README] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+README_MAX_LINES = 300
+COLUMNS = 120
+INLINE = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
+DEFINITION = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)  # [label]: target
+
+
+def prose(text):
+    """The text outside fenced code blocks and inline code spans, where links are links."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path):
+    found = set()
+    for line in re.sub(r"^```.*?^```", "", open(path).read(), flags=re.S | re.M).splitlines():
+        if line.startswith("#"):
+            base, n = slug(line.lstrip("#")), 0
+            while (base if n == 0 else f"{base}-{n}") in found:
+                n += 1
+            found.add(base if n == 0 else f"{base}-{n}")
+    return found
+
+
+def links(path):
+    text = prose(open(path).read())
+    return INLINE.findall(text) + DEFINITION.findall(text)
+
+
+def test_the_pages_and_links_are_found():
+    assert len(PAGES) > 10 and all(links(page) for page in PAGES[:2]), "the link scan finds nothing"
+    assert slug("The launcher: `train.py`") == "the-launcher-trainpy"
+    assert slug("Curiosity: `--unsup action`") == "curiosity---unsup-action"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: os.path.relpath(path, ROOT))
+def test_every_link_resolves(page):
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto: are not checked (no network here)
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(resolved):
+            broken.append(f"{target}: no such file")
+        elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
+            broken.append(f"{target}: no heading #{anchor} in {os.path.relpath(resolved, ROOT)}")
+    assert not broken, f"{os.path.relpath(page, ROOT)}: " + "; ".join(broken)
+
+
+def test_the_readme_is_short_narrow_and_starts_with_the_two_commands():
+    lines = open(README).read().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail into docs/"
+    wide = [number for number, line in enumerate(lines, 1) if len(line) > COLUMNS]
+    assert not wide, f"README.md lines {wide} are wider than {COLUMNS} columns"
+    first_block = open(README).read().split("```")[1]
+    assert "make train" in first_block and "make test" in first_block
