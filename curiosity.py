@@ -327,7 +327,7 @@ class RandomNetworkDistillation(Curiosity):
     def playback_bonus(self, session, observation, next_observation, action, config):
         raw, return_var = session.run([self.bonus_per_step, self.return_moments.var],
                                       self.feed([observation], [next_observation], [action]))
-        return float(raw[0]) / np.sqrt(return_var + RND_EPSILON)
+        return float(raw[0] / np.sqrt(return_var + RND_EPSILON))  # a Python float: summary.json takes it
 
     def update_statistics(self, local):
         self._observe = self.observation_moments.merge(local.next_frames)

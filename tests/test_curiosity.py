@@ -55,6 +55,22 @@ def test_gradient_routing(graph):
     assert encoder and all(g is not None for g in tf.gradients(predictor.inverse_loss, encoder))
 
 
+def test_the_icm_on_two_streams_has_its_own_value_head_and_episodic_return(graph):
+    trainer = curious_trainer(two_streams=True, gamma_int=0.5)
+    pi = trainer.local_network
+    assert pi.value_int is not None and trainer.intrinsic.episodic and trainer.intrinsic.gamma == 0.5
+    value_int_head = [v for v in pi.var_list if "/value_int/" in v.name]
+    assert value_int_head and all(g is not None for g in tf.gradients(trainer.loss, value_int_head))
+    assert all(g is None for g in tf.gradients(trainer.loss, trainer.local_predictor.var_list))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        batch = trainer.process()
+        trainer.stop()
+    assert batch.returns_int is not None and len(batch.returns_int) == len(batch.actions)
+    assert np.all(batch.returns_int > 0), "the ICM's bonus is positive at every step, and so its return"
+
+
 def test_bonus_is_beta_times_the_forward_loss_of_each_step(graph):
     trainer = curious_trainer(prediction_beta=0.25)
     predictor = trainer.local_predictor

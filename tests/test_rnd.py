@@ -65,6 +65,17 @@ def test_observations_are_normalised_by_their_last_frame_and_clipped(graph):
     np.testing.assert_allclose(inputs[1], 5.0)
 
 
+def test_playback_bonus_is_the_raw_bonus_over_the_return_std(graph):
+    rnd = RandomNetworkDistillation((4,), 2)
+    observation, following = np.zeros(4, np.float32), np.ones(4, np.float32)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        session.run(rnd.return_moments.var.assign(4.0))
+        raw = session.run(rnd.bonus_per_step, rnd.feed([observation], [following], [1]))[0]
+        bonus = rnd.playback_bonus(session, observation, following, 1, constants.Config())
+    assert type(bonus) is float and bonus == pytest.approx(raw / 2.0, rel=1e-6)
+
+
 def rnd_trainer(env_id="Corridor-v0", **overrides):
     np.random.seed(0)
     tf1.set_random_seed(0)
