@@ -17,12 +17,15 @@ and success rates, and the time left at the current rate.
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
-  results.md            per task and method: the success rate over the last 100 episodes at --at steps (each
-                        seed, and their mean), the steps to the first 100 episodes with >= 90% success, the runs
-                        that ever reached the vest, and the greedy evaluation of each run's final checkpoint
+  <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
+  results.md            per task: the verdict against the paper by the criterion of PAPER; per method over its
+                        seeds, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
+                        how many seeds first reached 90% and how many were solved for good (every 1,000 episodes
+                        in a row at 90% from some step to the end), the median steps to either, the greedy
+                        evaluations pooled; then the same per seed, with its sittings and machine
   results.json          every number of the tables
   runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
-                        config and the machine; the report is drawn from these
+                        config, its sittings and the machine; the tables are computed from these alone
 Only small files go there (no checkpoints), so it can be committed; and a report dir that already holds runs
 keeps them, so one report gathers the sittings of several machines whose run folders are gone or elsewhere.
 """
@@ -55,7 +58,21 @@ PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WINDOW = 100  # episodes in the success rate of the tables (the paper's curves average over such windows)
-SOLVED = 0.9  # a run is solved at the first window of WINDOW episodes with this success rate
+SOLVED = 0.9  # the success rate that counts as solving the task
+# Solved for good: from some episode on, every SUSTAINED_WINDOW consecutive episodes to the end of the run have at
+# least SOLVED success. One window of WINDOW episodes at 90% is a touch, not a result: a run can fall back below.
+SUSTAINED_WINDOW = 1000
+# The paper's Figure 5 (20 workers, 3 runs per curve), read off the figure, and the step by which this study asks a
+# majority of ICM seeds to be solved for good; where the paper's A3C never learned, a majority of A3C seeds must not.
+PAPER = {
+    "doom": {"icm": "about 1.0 by about 3.5-4M steps", "a3c": "plateaus near 0.7", "by": 4_000_000,
+             "a3c_fails": False},
+    "doomSparse": {"icm": "about 1.0 after about 7M steps", "a3c": "0", "by": 7_000_000, "a3c_fails": True},
+    "doomVerySparse": {"icm": "solved in 2 of 3 runs by about 7.5M steps", "a3c": "0", "by": 7_500_000,
+                       "a3c_fails": True},
+}
+SEEDS_TO_JUDGE = 3  # the paper's runs per curve: fewer seeds than this get no verdict
+BEATEN = 0.75  # "beaten": a majority of ICM seeds solved for good by this fraction of the paper's step
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
 DEFAULT_AT = ("1M", "2M", "3M", "5M", "7M")
 # what a run's archive in the report keeps: the episode columns the tables and figures read, and at most this
@@ -65,6 +82,7 @@ ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", 
 ARCHIVED_VISITS = 20_000
 FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, plots.py's figure of that measure)
 FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"))
+RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, every episode in it, in the report
 
 
 def parse_steps(text):
@@ -91,6 +109,54 @@ RUN_NAME = re.compile(r"(?P<task>.+)-(?P<method>" + "|".join(METHODS) + r")-s(?P
 
 def run_dir(out, task, method, seed):
     return os.path.join(out, "runs", f"{task}-{method}-s{seed}")
+
+
+def sittings_path(log_dir):
+    """Beside the run's folder (train.py owns the folder): a line per launch of the run and per end of one."""
+    return log_dir.rstrip(os.sep) + ".sittings.jsonl"
+
+
+def note_sitting(log_dir, **record):
+    with open(sittings_path(log_dir), "a") as handle:
+        handle.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **record}) + "\n")
+
+
+def supervisor_restarts(log_dir):
+    """How many times this sitting's supervisor started a process of the run again."""
+    records = logdir.supervisor_records(log_dir)
+    return sum(member.get("restarts", 0) for record in records for member in record.get("processes", {}).values())
+
+
+def read_sittings(log_dir):
+    """[{started, from_step, budget, machine, ended?, at_step?, restarts?}] of the run's launches, in order."""
+    sittings = []
+    path = sittings_path(log_dir)
+    for line in (open(path).read().splitlines() if os.path.exists(path) else []):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a crash
+        if record.get("event") == "start":
+            sittings.append({"started": record["time"], "from_step": record["from_step"], "budget": record["budget"],
+                             "machine": record.get("machine")})
+        elif record.get("event") == "end" and sittings:
+            sittings[-1].update(ended=record["time"], at_step=record["at_step"], restarts=record["restarts"])
+    return sittings
+
+
+def sittings_cell(run):
+    """How many sittings the run took, where its budget changed between them, and the supervisor's restarts."""
+    sittings = run.get("sittings")
+    if not sittings:
+        return "-"
+    parts = [str(len(sittings))]
+    budgets = [sitting["budget"] for sitting in sittings]
+    if len(set(budgets)) > 1:
+        parts.append("budget " + " then ".join(short(b) for i, b in enumerate(budgets) if i == 0 or b != budgets[i - 1]))
+    restarts = sum(sitting.get("restarts") or 0 for sitting in sittings)
+    if restarts:
+        parts.append(f"{restarts} restart{'s' if restarts > 1 else ''}")
+    return ", ".join(parts)
 
 
 def parse_run_name(name):
@@ -195,6 +261,7 @@ def stop_runs(active):
             process.wait()
         if train.run_processes(log_dir):
             train.stop_run(log_dir, None, quiet=True)
+        note_sitting(log_dir, event="end", at_step=reached_step(log_dir), restarts=supervisor_restarts(log_dir))
         print(f"{name}: stopped at step {reached_step(log_dir):,}", flush=True)
 
 
@@ -225,12 +292,15 @@ def run_all(args, launch=subprocess.Popen):
                 os.makedirs(os.path.dirname(log_dir), exist_ok=True)
                 log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
                 slot = free.pop(0)
+                from_step = reached_step(log_dir)
                 # its own session: Ctrl-C reaches this process only, which stops the runs once (stop_runs)
                 process = launch(train_argv(task, method, seed, log_dir, args.steps, slot, args), stdout=log,
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
                                  start_new_session=True)
                 log.close()
                 active[name] = (log_dir, process, slot)
+                note_sitting(log_dir, event="start", from_step=from_step, budget=args.steps,
+                             machine=machine())
                 print(f"{name}: {'resumed' if state == 'resume' else 'started'} (log {log.name})", flush=True)
             for name, (log_dir, process, slot) in list(active.items()):
                 finished = process.poll() is not None if process else not train.run_processes(log_dir)
@@ -238,6 +308,8 @@ def run_all(args, launch=subprocess.Popen):
                     del active[name]
                     step = reached_step(log_dir)
                     code = process.returncode if process else 0
+                    if process:
+                        note_sitting(log_dir, event="end", at_step=step, restarts=supervisor_restarts(log_dir))
                     if process is None and step < args.steps:  # another sitting's run, with a smaller budget
                         todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
                     elif code != 0 or step < args.steps:
@@ -292,15 +364,88 @@ def first_solved(steps, success, window=WINDOW, threshold=SOLVED):
     return int(steps[hits[0] + window - 1]) if len(hits) else None
 
 
+def sustained_from(steps, success, window=SUSTAINED_WINDOW, threshold=SOLVED):
+    """The global step from which the run stayed solved to its end: the end of the first window of `window`
+    episodes after which every such window, the run's last included, has `threshold` success; None otherwise."""
+    if len(success) < window:
+        return None
+    good = np.convolve(success, np.ones(window), "valid") >= threshold * window - 1e-9
+    if not good[-1]:
+        return None
+    bad = np.flatnonzero(~good)
+    first = bad[-1] + 1 if len(bad) else 0
+    return int(steps[first + window - 1])
+
+
 def run_summary(log_dir, milestones, reached):
     steps, success = episode_arrays(log_dir, "success")
     config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
     budget = config.get("hyperparameters", {}).get("max_global_steps")
+    last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget,
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
+            "sustained_from": sustained_from(steps, success),
+            "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
             "reached_vest": bool(success.any()) if len(success) else False}
+
+
+def method_summary(seeds, milestones):
+    """What a method's seeds did together: the mean, min and max success at each milestone over the seeds
+    that got there, how many solved (first window, and for good), the median steps to either, and the greedy
+    evaluations pooled."""
+    runs = list(seeds.values())
+    at = {}
+    for milestone in milestones:
+        values = [run["success_at"].get(str(milestone)) for run in runs]
+        values = [value for value in values if value is not None]
+        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
+                               "seeds": len(values)} if values else None)
+    evaluations = [run.get("greedy_eval") or {} for run in runs]
+    evaluations = [e for e in evaluations if e.get("episodes") and e.get("success_rate") is not None]
+    return {"seeds": seeds, "runs": len(runs), "success_at": at,
+            "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
+            "runs_solved": sum(run.get("first_solved") is not None for run in runs),
+            "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
+            "median_first_solved": median_or_none([run.get("first_solved") for run in runs]),
+            "median_sustained_from": median_or_none([run.get("sustained_from") for run in runs]),
+            "runs_reached_vest": sum(run["reached_vest"] for run in runs),
+            "greedy": ({"successes": int(round(sum(e["success_rate"] * e["episodes"] for e in evaluations))),
+                        "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
+
+
+def median_or_none(values):
+    values = [value for value in values if value is not None]
+    return int(np.median(values)) if values else None
+
+
+def verdict(task, methods):
+    """Whether the paper's result on `task` is reproduced, by the criterion PAPER states: a majority of the ICM's
+    seeds solved for good by the paper's step ("beaten" where by BEATEN of it), and where the paper's A3C never
+    learned, a majority of A3C's seeds not solved. None for a task the paper did not run."""
+    paper = PAPER.get(task)
+    if paper is None:
+        return None
+    icm, a3c = methods.get("icm"), methods.get("a3c")
+    if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
+        have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
+        return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
+
+    def solved_by(summary, step):
+        return sum(1 for run in summary["seeds"].values()
+                   if run.get("sustained_from") is not None and run["sustained_from"] <= step)
+
+    majority = icm["runs"] // 2 + 1
+    icm_solved, icm_soon = solved_by(icm, paper["by"]), solved_by(icm, int(BEATEN * paper["by"]))
+    a3c_solved = solved_by(a3c, paper["by"])
+    why = (f"ICM solved for good by {short(paper['by'])} in {icm_solved} of {icm['runs']} seeds "
+           f"(by {short(int(BEATEN * paper['by']))} in {icm_soon})")
+    if paper["a3c_fails"]:
+        why += f"; A3C in {a3c_solved} of {a3c['runs']}"
+    if icm_solved < majority or (paper["a3c_fails"] and a3c_solved >= a3c["runs"] // 2 + 1):
+        return {"verdict": "not reproduced", "why": why}
+    return {"verdict": "beaten" if icm_soon >= majority else "reproduced", "why": why}
 
 
 def find_runs(folder):
@@ -340,7 +485,8 @@ def archive_run(log_dir, archive, greedy_eval):
         "global_step": reached,
         # an earlier evaluation stands only for the step it was made at: not beside a run that has gone on since
         "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
-        "machine": kept.get("machine") or machine()})
+        "machine": kept.get("machine") or machine(),
+        "sittings": read_sittings(log_dir) or kept.get("sittings")})
 
 
 def write_rows(path, columns, rows):
@@ -348,11 +494,6 @@ def write_rows(path, columns, rows):
         writer = csv.DictWriter(handle, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-
-
-def mean_or_none(values):
-    values = [value for value in values if value is not None]
-    return float(np.mean(values)) if values else None
 
 
 def evaluate(log_dir, episodes, out):
@@ -380,51 +521,90 @@ def evaluate(log_dir, episodes, out):
         return json.load(handle)
 
 
-def report(out, report_dir, milestones, eval_episodes, eval_dir=None):
+def play_random(out, report_dir, task, episodes):
+    """demo.py --random on `task` for `episodes` episodes, its summary (every episode) kept in the report, once."""
+    kept = os.path.join(report_dir, task, RANDOM_BASELINE)
+    if episodes <= 0 or os.path.exists(kept):
+        return
+    scratch = os.path.join(out, "random", task)
+    print(f"{task}: a random agent, {episodes} episodes (the baseline)", flush=True)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", scratch, "--random",
+                             "--env-id", task, "--episodes", str(episodes), "--out", scratch],
+                            capture_output=True, text=True, cwd=ROOT)
+    summary = logdir.read_json(os.path.join(scratch, "summary.json"))
+    if result.returncode != 0 or not summary:
+        print(f"the random agent on {task} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
+              file=sys.stderr)
+        return
+    os.makedirs(os.path.dirname(kept), exist_ok=True)
+    logdir.write_json_atomically(kept, summary)
+
+
+def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0):
     """Figures, tables and JSON of every run in <out>/runs and every run the report dir already holds (from
     other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results."""
     eval_dir = eval_dir or os.path.join(out, "eval")
-    archives = os.path.join(report_dir, "runs")
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
-        archive_run(log_dir, os.path.join(archives, name),
+        archive_run(log_dir, os.path.join(report_dir, "runs", name),
                     evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name)))
-    earlier = logdir.read_json(os.path.join(report_dir, "results.json")) or {}
-    found = {}  # task -> method -> {seed: archive folder}
-    for name, archive in find_runs(archives).items():
+    found = archived_runs(report_dir)
+    if not found and not unarchived_rows(report_dir, found):
+        raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
+    figure = plot_tasks(found, report_dir)
+    for task in found:
+        play_random(out, report_dir, task, random_episodes)
+    results = summarise(report_dir, milestones)
+    results["figure"] = {"file": FIGURE, "panels": figure}
+    logdir.write_json_atomically(os.path.join(report_dir, "results.json"), results)
+    with open(os.path.join(report_dir, "results.md"), "w") as handle:
+        handle.write(markdown(results))
+    return results
+
+
+def archived_runs(report_dir):
+    """{task: {method: {seed: archive folder}}} of the runs the report holds."""
+    found = {}
+    for name, archive in find_runs(os.path.join(report_dir, "runs")).items():
         task, method, seed = parse_run_name(name)
         found.setdefault(task, {}).setdefault(method, {})[seed] = archive
-    rows = {}  # task -> method -> {seed: summary}
-    for task, methods in earlier.get("tasks", {}).items():  # runs whose episodes were never archived
+    return found
+
+
+def unarchived_rows(report_dir, found):
+    """{task: {method: {seed: summary}}}: the rows of the report's results.json whose runs have no archive
+    (their episodes were never kept), so they stay in the tables."""
+    earlier = logdir.read_json(os.path.join(report_dir, "results.json")) or {}
+    rows = {}
+    for task, methods in earlier.get("tasks", {}).items():
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 if int(seed) not in found.get(task, {}).get(method, {}):
                     rows.setdefault(task, {}).setdefault(method, {})[int(seed)] = run
-    if not found and not rows:
-        raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
-    figure = plot_tasks(found, report_dir)
+    return rows
+
+
+def summarise(report_dir, milestones):
+    """The report's numbers, computed from its archives alone (and the rows it holds without one): every table
+    of results.md can be recomputed from what is committed."""
+    found = archived_runs(report_dir)
+    rows = unarchived_rows(report_dir, found)
     for task, methods in found.items():
         for method, seeds in methods.items():
             for seed, archive in seeds.items():
                 kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
                 summary = run_summary(archive, milestones, kept.get("global_step", 0))
                 summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
-                               machine=kept.get("machine"))
+                               machine=kept.get("machine"), sittings=kept.get("sittings"))
                 rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
-    results = {"window": WINDOW, "solved_at": SOLVED, "milestones": list(milestones), "tasks": {},
-               "figure": {"file": FIGURE, "panels": figure}}
+    results = {"window": WINDOW, "solved_at": SOLVED, "sustained_window": SUSTAINED_WINDOW,
+               "milestones": list(milestones), "tasks": {}}
     for task in sorted(rows, key=task_order):
-        results["tasks"][task] = {}
-        for method in (method for method in METHODS if method in rows[task]):
-            seeds = {str(seed): run for seed, run in sorted(rows[task][method].items())}
-            results["tasks"][task][method] = {
-                "seeds": seeds,
-                "mean_success_at": {str(m): mean_or_none([s["success_at"].get(str(m)) for s in seeds.values()])
-                                    for m in milestones},
-                "runs_solved": sum(s["first_solved"] is not None for s in seeds.values()),
-                "runs_reached_vest": sum(s["reached_vest"] for s in seeds.values()), "runs": len(seeds)}
-    logdir.write_json_atomically(os.path.join(report_dir, "results.json"), results)
-    with open(os.path.join(report_dir, "results.md"), "w") as handle:
-        handle.write(markdown(results))
+        results["tasks"][task] = {
+            method: method_summary({str(seed): run for seed, run in sorted(rows[task][method].items())}, milestones)
+            for method in METHODS if method in rows[task]}
+    results["verdicts"] = {task: verdict(task, methods) for task, methods in results["tasks"].items()
+                           if task in PAPER}
+    results["random"] = {task: random_baseline(report_dir, task) for task in results["tasks"]}
     return results
 
 
@@ -475,44 +655,93 @@ def steps_cell(run):
     return short(run["global_step"]) + (f" of {short(budget)}" if budget and run["global_step"] < budget else "")
 
 
-def cell(value, digits=2):
-    return "-" if value is None else f"{value:.{digits}f}"
+def rate(value):
+    """A success rate as its exact decimal where that has 2 or 3 digits (0.25; 0.005, not 0.01), else to 3
+    digits: a rate over 100 episodes is exact to 2, a mean over seeds may need a third, and rounding it to 2
+    would invent a digit."""
+    if value is None:
+        return "-"
+    for digits in (2, 3):
+        if abs(value * 10 ** digits - round(value * 10 ** digits)) < 1e-6:
+            return f"{round(value, digits):.{digits}f}"
+    return f"{value:.3f}"
+
+
+def spread(at):
+    """'mean [min-max]' of a milestone's success over the seeds that got there; '-' where none did."""
+    if at is None:
+        return "-"
+    text = rate(at["mean"])
+    return text if at["min"] == at["max"] else f"{text} [{rate(at['min'])}-{rate(at['max'])}]"
+
+
+def steps_or_dash(steps):
+    return short(steps) if steps else "-"
 
 
 def greedy_cell(evaluation):
     """The success rate of a greedy evaluation, and how many of its episodes differed, where it says."""
-    rate = cell(evaluation.get("success_rate"))
-    return f"{rate} ({evaluation['distinct_episodes']})" if "distinct_episodes" in evaluation else rate
+    text = rate(evaluation.get("success_rate"))
+    return f"{text} ({evaluation['distinct_episodes']})" if "distinct_episodes" in evaluation else text
+
+
+def random_baseline(report_dir, task):
+    """The random agent's episodes on `task` (demo.py --random's summary, kept in the report), in brief."""
+    summary = logdir.read_json(os.path.join(report_dir, task, RANDOM_BASELINE))
+    if not summary or not summary.get("episodes"):
+        return None
+    return {"episodes": summary["episodes"], "success_rate": summary.get("success_rate"),
+            "file": os.path.join(task, RANDOM_BASELINE)}
 
 
 def markdown(results):
-    """The tables of results.md: one per task, a row per method and seed, and each method's mean."""
-    milestones = results["milestones"]
-    lines = [f"Success rate over the last {results['window']} episodes at each global step; `-`: the run did not "
-             f"get there. Solved: the first {results['window']} episodes with >= {results['solved_at']:.0%} "
-             "success. Greedy: the final checkpoint's success rate in demo.py's greedy evaluation, each episode "
-             f"begun with 0 to {constants.EVAL_RANDOM_START} random actions; in brackets, how many of its episodes "
-             "took different actions (none given: an evaluation from before the random start). Steps run: `of N` "
-             "where a run has not reached its budget of N steps yet (still going on, or stopped short). Machine: the "
-             "host and cores of the sitting that last reported the run (`-`: an earlier report's row, its episodes "
-             "not kept).", ""]
+    """results.md: per task, the verdict against the paper, a row per method over its seeds, then a row per
+    seed."""
+    milestones, window, sustained = results["milestones"], results["window"], results["sustained_window"]
+    lines = [f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
+             f"(`-`: the run did not get there); per method the mean over the seeds that got there, and in brackets "
+             f"their lowest and highest. First {SOLVED:.0%}: the first {window} episodes with >= {SOLVED:.0%} "
+             f"success. Solved for good: from that step to the end of the run every {sustained:,} episodes in a row "
+             f"had >= {SOLVED:.0%} success; steps are the seeds' median over those that got there. Greedy: the "
+             f"final checkpoints' greedy evaluations, each episode begun with 0 to {constants.EVAL_RANDOM_START} "
+             "random actions (per seed, in brackets, how many episodes took different actions). Rates are exact "
+             "where 2 or 3 digits say them, else given to 3 digits. Steps run: `of N` where a run has not reached "
+             "its budget of N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
+             "earlier report's row, its episodes not kept).", ""]
     for task, methods in results["tasks"].items():
-        lines += [f"### {task}", "",
-                  "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
-                  + " | solved at | reached the vest | greedy (distinct) | machine |",
-                  "|---" * (len(milestones) + 7) + "|"]
+        lines += [f"### {task}", ""]
+        paper, judged = PAPER.get(task), results.get("verdicts", {}).get(task)
+        if paper:
+            lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: "
+                      f"{judged['why']}.", ""]
+        baseline = results.get("random", {}).get(task)
+        if baseline:
+            lines += [f"A random agent: {rate(baseline['success_rate'])} over {baseline['episodes']} episodes "
+                      f"(`{baseline['file']}`).", ""]
+        lines += ["| method | seeds | " + " | ".join(short(m) for m in milestones)
+                  + f" | first {SOLVED:.0%} | solved for good | reached the vest | greedy |",
+                  "|---" * (len(milestones) + 6) + "|"]
+        for method, summary in methods.items():
+            runs, greedy = summary["runs"], summary.get("greedy")
+            lines.append(f"| {METHOD_LABELS[method]} | {runs} | "
+                         + " | ".join(spread(summary["success_at"][str(m)]) for m in milestones)
+                         + f" | {summary['runs_solved']} of {runs} ({steps_or_dash(summary['median_first_solved'])})"
+                         + f" | {summary['runs_sustained']} of {runs} "
+                         + f"({steps_or_dash(summary['median_sustained_from'])}) | "
+                         + f"{summary['runs_reached_vest']} of {runs} | "
+                         + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
+        lines += ["", "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
+                  + f" | last {sustained:,} | first {SOLVED:.0%} | solved for good | greedy (distinct) | sittings "
+                  "| machine |", "|---" * (len(milestones) + 9) + "|"]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
-                greedy = greedy_cell(run["greedy_eval"] or {})
+                last = run.get("last_episodes") or {}
                 lines.append(f"| {METHOD_LABELS[method]} | {seed} | {steps_cell(run)} | "
-                             + " | ".join(cell(run["success_at"].get(str(m))) for m in milestones)
-                             + f" | {short(run['first_solved']) if run['first_solved'] else '-'} | "
-                             + f"{'yes' if run['reached_vest'] else 'no'} | {greedy} | "
+                             + " | ".join(rate(run["success_at"].get(str(m))) for m in milestones)
+                             + f" | {rate(last.get('success'))} | {steps_or_dash(run['first_solved'])} | "
+                             + f"{steps_or_dash(run.get('sustained_from'))} | "
+                             + f"{greedy_cell(run['greedy_eval'] or {})} | {sittings_cell(run)} | "
                              + f"{run.get('machine') or '-'} |")
-            lines.append(f"| {METHOD_LABELS[method]} | mean | | "
-                         + " | ".join(cell(summary["mean_success_at"][str(m)]) for m in milestones)
-                         + f" | {summary['runs_solved']} of {summary['runs']} | {summary['runs_reached_vest']} of "
-                         + f"{summary['runs']} | | |")
         lines.append("")
     return "\n".join(lines)
 
@@ -532,12 +761,16 @@ def parse_args(argv=None):
     parser.add_argument("--at", type=step_count, nargs="+", default=[parse_steps(m) for m in DEFAULT_AT],
                         help="global steps of the tables' columns")
     parser.add_argument("--eval-episodes", type=int, default=20, help="greedy episodes per final checkpoint (0: none)")
+    parser.add_argument("--random-episodes", type=int, default=100,
+                        help="episodes of a random agent per task, played once and kept in the report (0: none)")
     parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
     parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
-    if args.workers < 1 or args.envs_per_worker < 1 or args.parallel < 1 or args.eval_episodes < 0:
-        parser.error("--workers, --envs-per-worker and --parallel must be >= 1, --eval-episodes >= 0")
+    if args.workers < 1 or args.envs_per_worker < 1 or args.parallel < 1 or min(args.eval_episodes,
+                                                                                 args.random_episodes) < 0:
+        parser.error("--workers, --envs-per-worker and --parallel must be >= 1, --eval-episodes and "
+                     "--random-episodes >= 0")
     if min(args.seeds) < 0:
         parser.error("--seeds must be >= 0")
     args.out = os.path.abspath(os.path.expanduser(args.out))
@@ -552,7 +785,7 @@ def main(argv=None):
             os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
             failed = run_all(args)
         report_dir = args.report_dir or os.path.join(args.out, "report")
-        report(args.out, report_dir, args.at, args.eval_episodes)
+        report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes)
     except plots.PlotError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
 import os
+import signal
 import socket
 import sys
 
@@ -9,6 +10,11 @@ sys.path.insert(0, ROOT)
 import logdir  # noqa: E402
 
 logdir.tf_environment()  # the tests' TensorFlow runs as the workers' does
+# A shell starts a background job (`make test &`, `nohup ... &` in a script) with Ctrl-C ignored, and the processes
+# the tests start would inherit that: the tests of Ctrl-C would send it to processes that ignore it. As a terminal
+# would: processes started from here get the default disposition again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def free_ports(count):

@@ -70,8 +70,10 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     assert (a3c["runs_reached_vest"], a3c["runs_solved"], a3c["runs"]) == (1, 0, 2)
 
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| ICM | 0 | 3M | 0.00 | 0.25 | 0.90 | - | 2.98M | yes | - |" in table
-    assert "| A3C | mean | | 0.01 | - | - | - | 0 of 2 | 1 of 2 | |" in table  # 0.005 rounds to 0.01
+    # the last 1,000 episodes are all 300: 115 successes; too few for "solved for good"
+    assert "| ICM | 0 | 3M | 0.00 | 0.25 | 0.90 | - | 0.383 | 2.98M | - | - | - |" in table
+    # the seeds' mean 0.005 is shown as it is, not rounded up to 0.01; then the lowest and highest seed
+    assert "| A3C | 2 | 0.005 [0.00-0.01] | - | - | - | 0 of 2 (-) | 0 of 2 (-) | 1 of 2 | - |" in table
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
     assert results["figure"]["panels"] == {"game reward per episode": ["doom"], "success rate": ["doom"]}
@@ -158,7 +160,7 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     results = reproduce.report(str(tmp_path / "b"), str(report_dir), [1_000_000], eval_episodes=0)
     assert list(results["tasks"]) == ["doom", "doomSparse"]
     assert results["tasks"]["doom"]["icm"]["seeds"]["0"] == row
-    assert "| ICM | 0 | 3M | 0.00 | 2.98M | yes | - | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | 3M | 0.00 | 0.383 | 2.98M | - | - | - | - |" in (report_dir / "results.md").read_text()
     # its curves stay in the figures too, drawn from the earlier curves.json, beside the runs made since
     curves_before = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert results["figure"]["panels"]["success rate"] == ["doom", "doomSparse"]
@@ -194,7 +196,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert len(calls) == 1 and calls[0][calls[0].index("--random-start") + 1] == "30" and "--greedy" in calls[0]
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["greedy_eval"]["success_rate"] == 0.85
-    assert "| ICM | 0 | 1M | 1.00 | 1M | yes | 0.85 (19) |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | 1M | 1.00 | 1.00 | 1M | - | 0.85 (19) |" in (report_dir / "results.md").read_text()
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 1, "an evaluation of this checkpoint made this way is read back, not made again"
 
@@ -203,7 +205,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["global_step"] == 1_500_000 and run["greedy_eval"] is None and len(calls) == 1
-    assert "| ICM | 0 | 1.5M | 1.00 | 1M | yes | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
@@ -212,6 +214,61 @@ def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
     steps, success = np.array([1_000, 2_000, 2_990]), np.array([0.0, 1.0, 1.0])
     assert reproduce.success_at(steps, success, 3_000) is None  # by its episodes alone it did not get there
     assert reproduce.success_at(steps, success, 3_000, reached=3_004) == pytest.approx(2 / 3)
+
+
+def test_solved_for_good_is_the_first_window_after_the_last_dip_that_lasts_to_the_end():
+    # episodes 1-10 fail, 11-20 succeed, 21-22 fail, 23-45 succeed; windows of 10 episodes at 90%
+    success = np.array([0] * 10 + [1] * 10 + [0, 0] + [1] * 23, dtype=float)
+    steps = np.arange(1, len(success) + 1) * 1_000
+    # first: episodes 10-19 hold 9 successes; every window holding both 21 and 22 (those ending 22-30) has 8
+    assert reproduce.first_solved(steps, success, window=10) == 19_000
+    assert reproduce.sustained_from(steps, success, window=10) == 31_000  # episodes 22-31: 9 of 10, and on
+    # a dip at the very end undoes it; so does a run shorter than one window
+    assert reproduce.sustained_from(steps, np.append(success, [0, 0]), window=10) is None
+    assert reproduce.sustained_from(steps[:9], success[:9] * 0 + 1, window=10) is None
+    assert reproduce.sustained_from(steps[10:20], success[10:20], window=10) == 20_000  # solved from the start
+
+
+def test_rates_show_every_digit_they_have_and_no_more():
+    assert [reproduce.rate(value) for value in (0.25, 0.005, 0.9, 1.0, 1 / 3, 0.0, None)] == [
+        "0.25", "0.005", "0.90", "1.00", "0.333", "0.00", "-"]
+
+
+def summary_of(sustained_steps, budget=5_000_000):
+    """A method's summary whose seeds were solved for good at these steps (None: never)."""
+    seeds = {str(seed): {"sustained_from": step, "first_solved": step, "success_at": {}, "reached_vest": True}
+             for seed, step in enumerate(sustained_steps)}
+    return reproduce.method_summary(seeds, [])
+
+
+def test_the_verdict_follows_the_stated_criterion():
+    verdict = reproduce.verdict
+    # doomSparse: the paper's ICM at about 1.0 after about 7M, its A3C at 0
+    judged = verdict("doomSparse", {"icm": summary_of([4_600_000, 6_900_000, None]), "a3c": summary_of([None] * 3)})
+    assert judged["verdict"] == "reproduced"  # 2 of 3 by 7M, only 1 by 5.25M
+    assert verdict("doomSparse", {"icm": summary_of([4_600_000, 5_000_000, None]),
+                                  "a3c": summary_of([None] * 3)})["verdict"] == "beaten"  # 2 of 3 by 5.25M
+    assert verdict("doomSparse", {"icm": summary_of([4_600_000, None, None]),
+                                  "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"
+    assert verdict("doomSparse", {"icm": summary_of([4_600_000] * 3),
+                                  "a3c": summary_of([3_000_000, 4_000_000, None])})["verdict"] == "not reproduced"
+    # on the dense task the paper's A3C learned too: A3C solving does not count against it
+    assert verdict("doom", {"icm": summary_of([2_000_000] * 3),
+                            "a3c": summary_of([3_000_000] * 3)})["verdict"] == "beaten"
+    assert verdict("doom", {"icm": summary_of([4_500_000] * 3),
+                            "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"  # later than 4M
+    two_seeds = verdict("doomSparse", {"icm": summary_of([4_600_000] * 2), "a3c": summary_of([None] * 3)})
+    assert two_seeds["verdict"] == "not judged" and "2 ICM and 3 A3C seeds" in two_seeds["why"]
+    assert verdict("MountainCar-v0", {}) is None
+
+
+def test_the_committed_doom_report_is_what_its_archived_episodes_say():
+    report_dir = os.path.join(ROOT, "docs", "results", "doom")
+    committed = json.load(open(os.path.join(report_dir, "results.json")))
+    results = reproduce.summarise(report_dir, committed["milestones"])
+    assert reproduce.markdown(results) == open(os.path.join(report_dir, "results.md")).read()
+    archived = {name for name in os.listdir(os.path.join(report_dir, "runs"))}
+    assert len(archived) >= 9 and all(reproduce.parse_run_name(name) for name in archived)
 
 
 def test_a_run_short_of_the_window_is_not_solved():
@@ -280,6 +337,13 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     longer = FakeTrain()  # a larger budget in a later sitting resumes every run
     assert reproduce.run_all(study_args(out, "2M"), launch=longer) == []
     assert len(longer.launched) == 4 and all("max_global_steps=2000000" in argv for argv in longer.launched)
+    # each launch and each end is noted beside the run, and the report says a run took sittings and budgets
+    sittings = reproduce.read_sittings(reproduce.run_dir(out, "doom", "a3c", 0))
+    assert [(sitting["from_step"], sitting["budget"], sitting["at_step"], sitting["restarts"])
+            for sitting in sittings] == [(0, 1_000_000, 100_000, 0), (100_000, 1_000_000, 1_000_000, 0),
+                                         (1_000_000, 2_000_000, 2_000_000, 0)]
+    assert reproduce.sittings_cell({"sittings": sittings}) == "3, budget 1M then 2M"
+    assert reproduce.sittings_cell({"sittings": sittings[:1] + [{**sittings[1], "restarts": 2}]}) == "2, 2 restarts"
 
 
 def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp_path):
