@@ -1,0 +1,214 @@
+"""Replay for the value-based learners: n-step transitions, a sum tree, and proportional prioritized replay.
+
+Pure numpy, no TensorFlow: the actors build transitions with `NStepBuffer`, the learner keeps them in a
+`PrioritizedReplay` (Schaul et al. 2016, proportional variant) and samples batches from it.
+
+    transition: (observation, action, n-step return, discount, next observation)
+    target:     return + discount * Q_target(next observation, argmax_a Q(next observation, a))
+    discount:   gamma^m after m <= n steps, 0 when the episode terminated within them
+
+Why not a library: cpprb, the fast C++ replay, is offered to these machines only as a source archive (no wheel
+for Python 3.11-3.13, so every install would compile it), and dm-reverb has no release for current TensorFlow or
+Python 3.12+. The tree below is vectorised: a batch of updates or of searches is one numpy operation per level
+of the tree, not a Python loop per item.
+"""
+import collections
+
+import numpy as np
+
+
+class SumTree:
+    """Non-negative priorities of `capacity` slots in a complete binary tree whose every node holds the sum of its
+    two children: a total in O(1), a batch of updates and a batch of prefix-sum searches in O(batch x log capacity).
+    Node 1 is the root; the leaves are nodes `leaves` .. `leaves + capacity - 1`."""
+
+    def __init__(self, capacity):
+        if capacity < 1:
+            raise ValueError(f"a sum tree needs a capacity of at least 1, got {capacity}")
+        self.capacity = capacity
+        self.leaves = 1 << max(capacity - 1, 0).bit_length()  # the first power of two >= capacity
+        self.depth = self.leaves.bit_length() - 1
+        self.nodes = np.zeros(2 * self.leaves, np.float64)
+
+    @property
+    def total(self):
+        return float(self.nodes[1])
+
+    def get(self, slots):
+        return self.nodes[self.leaves + np.asarray(slots)]
+
+    def update(self, slots, priorities):
+        """Set the priorities of `slots`; where a slot comes twice, its last priority holds."""
+        slots, priorities = np.asarray(slots, np.int64).ravel(), np.asarray(priorities, np.float64).ravel()
+        if len(slots) != len(priorities):
+            raise ValueError(f"{len(slots)} slots and {len(priorities)} priorities")
+        if len(slots) == 0:
+            return
+        if slots.min() < 0 or slots.max() >= self.capacity:
+            raise IndexError(f"slots must lie in [0, {self.capacity}), got {slots.min()}..{slots.max()}")
+        if not np.all(np.isfinite(priorities)) or priorities.min() < 0:
+            raise ValueError("priorities must be finite and >= 0")
+        # the last occurrence of each slot: np.unique on the reversed array finds each slot's first from the end
+        reversed_slots = slots[::-1]
+        unique, first = np.unique(reversed_slots, return_index=True)
+        nodes = unique + self.leaves
+        self.nodes[nodes] = priorities[::-1][first]
+        for _ in range(self.depth):
+            nodes = np.unique(nodes // 2)
+            self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
+
+    def find(self, targets):
+        """For each target in [0, total), the slot whose range of the prefix sums holds it: slot i is found with
+        probability priority_i / total when targets are uniform on [0, total). Never a slot of priority 0."""
+        targets = np.array(targets, np.float64)
+        nodes = np.ones(len(targets), np.int64)
+        for _ in range(self.depth):
+            left = 2 * nodes
+            left_sum, right_sum = self.nodes[left], self.nodes[left + 1]
+            # float rounding can leave a target at or past the left sum with nothing on the right: stay left then
+            go_right = (targets >= left_sum) & (right_sum > 0)
+            targets = np.where(go_right, targets - left_sum, targets)
+            nodes = left + go_right
+        return nodes - self.leaves
+
+
+def beta_at(step, total_steps, start=0.4, end=1.0):
+    """The importance-sampling exponent, annealed linearly from `start` to `end` over `total_steps` (Schaul et al.
+    2016, section 3.4: the correction matters most at the end of learning)."""
+    fraction = min(max(step / max(total_steps, 1), 0.0), 1.0)
+    return start + fraction * (end - start)
+
+
+class PrioritizedReplay:
+    """A FIFO memory of `capacity` transitions, sampled in proportion to priority^alpha (`uniform`: uniformly, with
+    no tree at all, the baseline that prioritization is measured against). New transitions get the largest priority
+    seen so far, so each is replayed at least once soon; priorities come from the learner's TD errors."""
+
+    FIELDS = ("observations", "actions", "returns", "discounts", "next_observations")
+
+    def __init__(self, capacity, observation_shape, observation_dtype=np.uint8, alpha=0.6, epsilon=1e-6,
+                 uniform=False, seed=0):
+        if capacity < 1:
+            raise ValueError(f"a replay needs a capacity of at least 1, got {capacity}")
+        self.capacity, self.alpha, self.epsilon, self.uniform = capacity, alpha, epsilon, uniform
+        self.observations = np.zeros((capacity, *observation_shape), observation_dtype)
+        self.next_observations = np.zeros((capacity, *observation_shape), observation_dtype)
+        self.actions = np.zeros(capacity, np.int64)
+        self.returns = np.zeros(capacity, np.float32)
+        self.discounts = np.zeros(capacity, np.float32)
+        self.tree = None if uniform else SumTree(capacity)
+        self.max_priority = 1.0
+        self.size = 0
+        self.cursor = 0  # the slot the next transition goes to
+        self.inserted = 0  # transitions ever added
+        self.sampled = 0  # transitions ever sampled
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self):
+        return self.size
+
+    def add(self, observations, actions, returns, discounts, next_observations, priorities=None):
+        """Append a batch (the oldest transitions make room); `priorities`: the actors' |TD errors|, or None for
+        the largest priority seen so far. The slots written."""
+        count = len(actions)
+        if count > self.capacity:
+            raise ValueError(f"a batch of {count} transitions does not fit a replay of {self.capacity}")
+        slots = (self.cursor + np.arange(count)) % self.capacity
+        self.observations[slots] = observations
+        self.next_observations[slots] = next_observations
+        self.actions[slots] = actions
+        self.returns[slots] = returns
+        self.discounts[slots] = discounts
+        if self.tree is not None:
+            if priorities is None:
+                scaled = np.full(count, self.max_priority ** self.alpha)
+            else:
+                raw = np.abs(np.asarray(priorities, np.float64)) + self.epsilon
+                self.max_priority = max(self.max_priority, float(raw.max(initial=0.0)))
+                scaled = raw ** self.alpha
+            self.tree.update(slots, scaled)
+        self.cursor = int((self.cursor + count) % self.capacity)
+        self.size = min(self.size + count, self.capacity)
+        self.inserted += count
+        return slots
+
+    def sample(self, batch_size, beta=0.4):
+        """(slots, batch {field: array}, importance weights): stratified over the total priority (one draw per
+        equal segment, as Schaul et al.'s implementation), weights (N P(i))^-beta divided by the batch's largest."""
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay")
+        if self.tree is None:
+            slots = self.rng.integers(0, self.size, batch_size)
+            weights = np.ones(batch_size, np.float32)
+        else:
+            total = self.tree.total
+            segment = total / batch_size
+            targets = (np.arange(batch_size) + self.rng.random(batch_size)) * segment
+            slots = self.tree.find(np.minimum(targets, np.nextafter(total, 0)))
+            probabilities = self.tree.get(slots) / total
+            weights = (self.size * probabilities) ** -beta
+            weights = (weights / weights.max()).astype(np.float32)
+        self.sampled += batch_size
+        return slots, {field: getattr(self, field)[slots] for field in self.FIELDS}, weights
+
+    def update_priorities(self, slots, errors):
+        """New priorities from the learner's TD errors of the sampled `slots`."""
+        if self.tree is None:
+            return
+        raw = np.abs(np.asarray(errors, np.float64)) + self.epsilon
+        self.max_priority = max(self.max_priority, float(raw.max(initial=0.0)))
+        self.tree.update(slots, raw ** self.alpha)
+
+    def probabilities(self):
+        """Each stored slot's chance to be drawn at one draw (for tests and the status view)."""
+        if self.tree is None:
+            return np.full(self.size, 1.0 / self.size)
+        return self.tree.get(np.arange(self.size)) / self.tree.total
+
+
+Transition = collections.namedtuple("Transition", "observation action n_step_return discount next_observation")
+
+
+class NStepBuffer:
+    """One environment's last n steps, turned into n-step transitions as they complete.
+
+    Each step adds (observation, action, reward); once n steps are held the oldest leaves as a transition with the
+    discounted sum of the n rewards and the observation n steps on. At an episode's end every held step leaves:
+    after termination with discount 0 (no bootstrap), after a time-limit truncation with gamma^m on the last
+    observation (the episode could have gone on: Pardo et al. 2018)."""
+
+    def __init__(self, n, gamma):
+        if n < 1:
+            raise ValueError(f"n-step returns need n >= 1, got {n}")
+        self.n, self.gamma = n, gamma
+        self.steps = collections.deque()
+
+    def add(self, observation, action, reward, next_observation, terminated=False, truncated=False):
+        """The transitions this step completes (none, one, or all that were held at an episode's end)."""
+        self.steps.append((observation, action, float(reward)))
+        done = terminated or truncated
+        if len(self.steps) < self.n and not done:
+            return []
+        out = []
+        while self.steps and (len(self.steps) >= self.n or done):
+            out.append(self._transition(next_observation, terminated))
+            self.steps.popleft()
+        return out
+
+    def _transition(self, next_observation, terminated):
+        observation, action, _ = self.steps[0]
+        rewards = [reward for _, _, reward in self.steps]
+        n_step_return = sum(self.gamma ** k * reward for k, reward in enumerate(rewards))
+        discount = 0.0 if terminated else self.gamma ** len(rewards)
+        return Transition(observation, action, n_step_return, discount, next_observation)
+
+    def clear(self):
+        self.steps.clear()
+
+
+def apex_epsilons(actors, base=0.4, alpha=7.0):
+    """Ape-X's exploration per actor (Horgan et al. 2018): epsilon_i = base^(1 + alpha i / (N - 1)), from 0.4 for
+    actor 0 down to 0.4^8 (about 0.00066) for the last; one actor gets `base`."""
+    if actors == 1:
+        return [base]
+    return [base ** (1 + alpha * i / (actors - 1)) for i in range(actors)]
