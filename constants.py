@@ -109,6 +109,39 @@ class Config:
     trains on their [K, rollout_maxlen] batch; 1 is the original algorithm""")
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
+    # ---- value-based learners (--algo dqn): Double DQN, n-step returns, prioritized replay
+    replay_capacity: int = _param(100_000, """
+    transitions the replay holds; the oldest make room (FIFO)""")
+    batch_size: int = _param(32, """
+    transitions per learner update""")
+    n_step: int = _param(3, """
+    steps of reward in a transition's return before it bootstraps from the target network (Ape-X's 3)""")
+    target_update_period: int = _param(2500, """
+    learner updates between copies of the online network into the target network (a hard update)""")
+    learning_starts: int = _param(50_000, """
+    transitions in the replay before the learner's first update""")
+    replay_ratio: float = _param(8.0, """
+    transitions sampled per transition inserted: one update of batch_size every batch_size / replay_ratio
+    environment steps (Nature DQN: a batch of 32 every 4 steps, 8)""")
+    prioritized: bool = _param(True, """
+    sample in proportion to |TD error|^priority_alpha (Schaul et al. 2016, proportional); off: uniformly""")
+    priority_alpha: float = _param(0.6, """
+    how much the priorities count: 0 is uniform""")
+    priority_beta: float = _param(0.4, """
+    the importance-sampling exponent at the start, annealed to 1 at max_global_steps""")
+    dueling: bool = _param(False, """
+    the Q head as a state value plus advantages less their mean (Wang et al. 2016)""")
+    q_grad_clip: float = _param(1.0, """
+    every element of the DQN's gradient is clamped to [-x, x] (on top of the Huber loss)""")
+    epsilon_start: float = _param(1.0, """
+    exploration of the one-process DQN: epsilon-greedy from this ...""")
+    epsilon_final: float = _param(0.01, """
+    ... down to this ...""")
+    epsilon_decay_steps: int = _param(250_000, """
+    ... linearly over this many environment steps""")
+    eval_epsilon: float = _param(0.001, """
+    epsilon of the DQN's evaluations (greedy but for a rare random action, as Mnih et al. 2015's 0.05 and
+    Ape-X's 0.001, so a policy cannot loop forever)""")
     seed: int = _param(0, """
     base random seed: worker i seeds its graph and numpy with seed + i, and its k-th of K environments with
     seed + i x K + k, so that no two environments of a run share a seed""")
@@ -141,6 +174,19 @@ class Config:
             ("summary_every_updates", self.summary_every_updates >= 1, "must be >= 1"),
             ("envs_per_worker", self.envs_per_worker >= 1, "must be >= 1"),
             ("queue_size", self.queue_size >= 1, "must be >= 1"),
+            ("replay_capacity", self.replay_capacity >= 1, "must be >= 1"),
+            ("batch_size", 1 <= self.batch_size <= self.replay_capacity, "must lie in [1, replay_capacity]"),
+            ("n_step", self.n_step >= 1, "must be >= 1"),
+            ("target_update_period", self.target_update_period >= 1, "must be >= 1"),
+            ("learning_starts", self.learning_starts >= self.batch_size, "must be >= batch_size"),
+            ("replay_ratio", self.replay_ratio > 0.0, "must be > 0"),
+            ("priority_alpha", self.priority_alpha >= 0.0, "must be >= 0"),
+            ("priority_beta", 0.0 <= self.priority_beta <= 1.0, "must lie in [0, 1]"),
+            ("q_grad_clip", self.q_grad_clip > 0.0, "must be > 0"),
+            ("epsilon_start", 0.0 <= self.epsilon_start <= 1.0, "must lie in [0, 1]"),
+            ("epsilon_final", 0.0 <= self.epsilon_final <= 1.0, "must lie in [0, 1]"),
+            ("epsilon_decay_steps", self.epsilon_decay_steps >= 1, "must be >= 1"),
+            ("eval_epsilon", 0.0 <= self.eval_epsilon <= 1.0, "must lie in [0, 1]"),
             ("seed", self.seed >= 0, "must be >= 0"),
         ]
         for name, ok, why in checks:
@@ -205,15 +251,24 @@ PRESETS = {
     # ICM learned MyWayHome dense as well (as K = 1 over the first 500k steps; success 0.79 at 5M on 2 cores,
     # 0.70 at 5.4M on 16; docs/speed.md).
     "doom": {"envs_per_worker": "16"},
+    # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
+    "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1"},
+    # DQN on classic control: a small replay, a short warm-up and exploration, an update per step.
+    "dqn_classic": {"learning_rate": "5e-4", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "50000",
+                    "batch_size": "64", "learning_starts": "1000", "replay_ratio": "64", "target_update_period": "500",
+                    "epsilon_decay_steps": "10000", "max_global_steps": "200000"},
 }
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
 
-def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none"):
-    """`auto` means `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations
-    (`classic_curiosity` with a curiosity bonus) and `paper` (the original's constants) for other images."""
+def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", algo="a3c"):
+    """`auto` means, for A3C, `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations
+    (`classic_curiosity` with a curiosity bonus) and `paper` (the original's constants) for other images; for
+    DQN, `dqn_classic` for vectors and `dqn` for images."""
     if preset != "auto":
         return preset
+    if algo == "dqn":
+        return "dqn_classic" if observation_kind == "vector" else "dqn"
     if family == "mario":
         return "mario"
     if family == "doom":
@@ -259,7 +314,11 @@ class RunFlag:
     identity: bool = False  # what makes the checkpoint meaningful: a relaunch must agree on it
 
 
+ALGOS = ("a3c", "dqn")  # --algo: the learner
+
 RUN_FLAGS = (
+    RunFlag("algo", ("--algo",), "the learner: a3c (the paper's) or dqn (Double DQN, n-step, prioritized replay)",
+            default="a3c", choices=ALGOS, recorded=True, identity=True),
     RunFlag("env_id", ("--env-id", "-e"), "environment id, doom being the paper's MyWayHome", default="doom",
             always=True, recorded=True, identity=True),
     RunFlag("env_wrap", ("--env-wrap", "--envWrap"), "the paper's preprocessing and reward clipping", kind="switch",

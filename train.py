@@ -345,6 +345,15 @@ def check_args(args):
     if args.tasks and not has_cluster(args):
         raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
     args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
+    if args.algo == "dqn":
+        if args.num_workers != 0 or has_cluster(args):
+            raise LaunchError("--algo dqn runs in one process for now: give --num-workers 0 (its cluster of a "
+                              "learner and actors is not built yet)")
+        if args.unsup != "none":
+            raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is not built yet")
+        return
+    if args.num_workers == 0:
+        raise LaunchError("--num-workers 0 (one process) is DQN's mode: give --algo dqn, or 1 or more workers")
     if not 1 <= args.num_workers <= MAX_WORKERS:
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
     if not 1 <= args.num_ps <= MAX_TASKS - args.num_workers:
@@ -574,6 +583,30 @@ def run_supervisor(log_dir):
     return code, reason
 
 
+def run_in_this_process(args):
+    """The one-process mode (`--algo dqn --num-workers 0`): checks, then the run in the foreground."""
+    log_dir = os.path.abspath(args.log_dir)
+    check_log_dir(log_dir)
+    check_not_running(log_dir)
+    if args.dry_run:
+        print(f"one process: dqn.run_local on {args.env_id}, logs in {log_dir}")
+        return 0
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        constants.check_same_run(log_dir, dict(constants.recorded_run_flags(args), num_workers=0))
+        import dqn  # TensorFlow: only now, once the flags are known to be good
+
+        args.log_dir = log_dir
+        return dqn.run_local(args)
+    except (constants.ConfigError, constants.UsageError, envs.EnvError, logdir.UnreadableCheckpoint) as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("train.py: stopped; the last checkpoint is from the last evaluation: run the same command to "
+              "go on", file=sys.stderr)
+        return 130
+
+
 def wait_for_children(plan):
     """Child mode: supervise the run until its workers finish, Ctrl-C, or a process that keeps failing; then
     stop it. Exit status 0 when the workers finished."""
@@ -710,6 +743,8 @@ def main(argv=None):
     args.exp_name = args.exp_name or DEFAULT_SESSION
     try:
         check_args(args)
+        if args.algo == "dqn":
+            return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
         network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)

@@ -116,7 +116,8 @@ def ps_device_setter(tf1, num_ps, worker_device):
 
 def run_flags(args):
     """The flags that define what a log directory's run is, as stored in config.json."""
-    return dict(constants.recorded_run_flags(args), num_workers=len(args.worker_hosts.split(",")))
+    hosts = getattr(args, "worker_hosts", None)  # train.py's one-process mode has none
+    return dict(constants.recorded_run_flags(args), num_workers=len(hosts.split(",")) if hosts else args.num_workers)
 
 
 def write_config(log_dir, args, preset, config, saved=None):
@@ -258,7 +259,7 @@ def effective_config(args, env):
         logger.info("resuming with the hyper-parameters of %s/%s", args.log_dir, logdir.CONFIG)
     else:
         preset = constants.resolve_preset(args.preset, envs.observation_kind(env.observation_space),
-                                          envs.env_family(args.env_id), args.unsup)
+                                          envs.env_family(args.env_id), args.unsup, args.algo)
         config = constants.config_from_overrides(args.overrides, preset)
     logger.info("preset %s", preset)
     for key, value in config.to_dict().items():

@@ -152,7 +152,8 @@ def sittings_cell(run):
     parts = [str(len(sittings))]
     budgets = [sitting["budget"] for sitting in sittings]
     if len(set(budgets)) > 1:
-        parts.append("budget " + " then ".join(short(b) for i, b in enumerate(budgets) if i == 0 or b != budgets[i - 1]))
+        changed = [budget for i, budget in enumerate(budgets) if i == 0 or budget != budgets[i - 1]]
+        parts.append("budget " + " then ".join(short(budget) for budget in changed))
     restarts = sum(sitting.get("restarts") or 0 for sitting in sittings)
     if restarts:
         parts.append(f"{restarts} restart{'s' if restarts > 1 else ''}")

@@ -60,9 +60,9 @@ def test_every_run_flag_reaches_the_worker_as_the_launcher_read_it(tmp_path):
     # one schema (constants.RUN_FLAGS): the launcher's parser, the workers' command lines and the worker's parser
     import worker
 
-    args = train.parse_args(["--env-id", "CartPole-v1", "--envWrap", "--designHead", "mlp", "--unsup", "action",
-                             "--noReward", "--noLifeReward", "--visualise", "--preset", "classic", "--pretrain",
-                             "elsewhere", "--set", "gamma=0.9", "--set", "seed=3"])
+    args = train.parse_args(["--algo", "dqn", "--env-id", "CartPole-v1", "--envWrap", "--designHead", "mlp",
+                             "--unsup", "action", "--noReward", "--noLifeReward", "--visualise", "--preset", "classic",
+                             "--pretrain", "elsewhere", "--set", "gamma=0.9", "--set", "seed=3"])
     launched = constants.run_flag_values(args)
     defaults = constants.run_flag_values(train.parse_args([]))
     assert all(launched[name] != defaults[name] for name in constants.RUN_FLAG_NAMES), "the test covers every flag"
@@ -294,6 +294,8 @@ def test_unknown_env_id(tmp_path):
 
 def test_zero_workers(tmp_path):
     assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path), "--dry-run"),
+                          "--num-workers 0 (one process) is DQN's mode")
+    assert_one_line_error(run_train("--num-workers", "-1", "--log-dir", str(tmp_path), "--dry-run"),
                           "--num-workers must be")
 
 

@@ -1,0 +1,129 @@
+"""DQN: Double DQN targets by hand, what trains and what the target network copies, the replay ratio and the
+exploration schedule, and the one-process mode end to end (learns a corridor, logs, resumes, refuses another
+algorithm on its log directory)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import constants
+from conftest import ROOT
+
+
+def test_double_dqn_targets_by_hand(graph):
+    import tensorflow as tf
+
+    import dqn
+
+    returns, discounts = tf.constant([1.0, 0.5]), tf.constant([0.9, 0.5])
+    next_q_online = tf.constant([[1.0, 3.0], [5.0, 2.0]])  # the online network picks actions 1 and 0
+    next_q_target = tf.constant([[10.0, 20.0], [30.0, 40.0]])  # the target network values them: 20 and 30
+    targets = dqn.double_q_targets(returns, discounts, next_q_online, next_q_target)
+    with tf.compat.v1.Session() as session:
+        # 1 + 0.9 x 20 and 0.5 + 0.5 x 30; the target network's own max would give 0.5 + 0.5 x 40 = 20.5
+        assert session.run(targets) == pytest.approx([19.0, 15.5])
+
+
+def small_config(**changes):
+    return constants.config_from_overrides([f"{name}={value}" for name, value in changes.items()], "dqn_classic")
+
+
+def test_an_update_trains_the_online_network_only_and_the_target_copies_it_when_told(graph):
+    import tensorflow as tf
+
+    import dqn
+
+    network = dqn.DQN((4,), 2, small_config(), "mlp")
+    rng = np.random.default_rng(0)
+    batch = {"observations": rng.random((8, 4), np.float32), "next_observations": rng.random((8, 4), np.float32),
+             "actions": rng.integers(0, 2, 8), "returns": rng.random(8, np.float32),
+             "discounts": np.full(8, 0.9, np.float32)}
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(network.update_target)
+        online_before, target_before = session.run([network.online_variables, network.target_variables])
+        assert all(np.array_equal(a, b) for a, b in zip(online_before, target_before))
+        q_values = session.run(network.q_values, {network.observations: batch["observations"]})
+        targets = session.run(network.targets, {network.next_observations: batch["next_observations"],
+                                                network.returns: batch["returns"],
+                                                network.discounts: batch["discounts"]})
+        loss, td_errors, _ = network.train(session, batch, np.ones(8, np.float32))
+        # the TD errors are those of the weights before the update: y - Q(s, a)
+        assert td_errors == pytest.approx(np.abs(targets - q_values[np.arange(8), batch["actions"]]), abs=1e-5)
+        online_after, target_after = session.run([network.online_variables, network.target_variables])
+        assert any(not np.array_equal(a, b) for a, b in zip(online_before, online_after))
+        assert all(np.array_equal(a, b) for a, b in zip(target_before, target_after))
+        assert session.run(network.updates) == 1
+        session.run(network.update_target)
+        online, target = session.run([network.online_variables, network.target_variables])
+        assert all(np.array_equal(a, b) for a, b in zip(online, target))
+
+
+def test_the_replay_ratio_is_kept_from_the_end_of_the_warm_up():
+    import dqn
+
+    config = small_config(learning_starts=100, batch_size=32, replay_ratio=8)  # a batch of 32 every 4 inserts
+    assert dqn.updates_due(99, 0, config) == 0
+    assert dqn.updates_due(100, 0, config) == 1
+    assert dqn.updates_due(103, 1, config) == 0 and dqn.updates_due(104, 1, config) == 1
+    assert dqn.updates_due(100 + 400, 0, config) == 101  # 400 inserts x 8 / 32, and the first one
+
+
+def test_exploration_decays_linearly_then_stays():
+    import dqn
+
+    config = small_config(epsilon_start=1.0, epsilon_final=0.1, epsilon_decay_steps=100)
+    assert [dqn.epsilon_at(step, config) for step in (0, 50, 100, 1000)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
+
+
+def train_py(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+CORRIDOR = ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--eval-every", "500",
+            "--eval-episodes", "2", "--set", "learning_starts=200", "--set", "epsilon_decay_steps=1000",
+            "--set", "replay_ratio=16", "--set", "target_update_period=100"]
+
+
+def test_one_process_mode_learns_a_corridor_logs_and_resumes(tmp_path):
+    log_dir = str(tmp_path / "run")
+    first = train_py(*CORRIDOR, "--log-dir", log_dir, "--set", "max_global_steps=2000")
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = open(os.path.join(log_dir, "rewards.txt")).read().splitlines()
+    assert [line.split()[:2] for line in lines] == [["1", "500"], ["2", "1000"], ["3", "1500"], ["4", "2000"]]
+    assert all(re.fullmatch(r"\s*\d+\s+\d+ -?\d+\.\d", line) for line in lines), lines
+    # greedy, the corridor's 7 steps to the right pay 1 in each of the two evaluation episodes
+    assert lines[-1].split()[2] == "1.0", lines
+    config = json.load(open(os.path.join(log_dir, "config.json")))
+    assert config["run"]["algo"] == "dqn" and config["preset"] == "dqn_classic"
+    episodes = open(os.path.join(log_dir, "episodes_0.csv")).read().splitlines()
+    assert len(episodes) > 20 and episodes[0].startswith("global_step,")
+
+    more = train_py(*CORRIDOR, "--log-dir", log_dir, "--set", "max_global_steps=2500")  # a larger budget resumes
+    assert more.returncode == 0, more.stderr[-3000:]
+    lines = open(os.path.join(log_dir, "rewards.txt")).read().splitlines()
+    assert [line.split()[:2] for line in lines[4:]] == [["5", "2500"]]
+    assert "resumed from" in more.stderr
+
+    other = train_py("--algo", "a3c", "--num-workers", "1", "--env-id", "Corridor-v0", "--log-dir", log_dir,
+                     "--mode", "child")
+    assert other.returncode != 0 and "algo='dqn'" in other.stderr and "Traceback" not in other.stderr, other.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--num-workers", "2"], "--algo dqn runs in one process for now"),
+    (["--num-workers", "0", "--unsup", "action"], "curiosity with DQN is not built yet"),
+])
+def test_what_dqn_cannot_do_yet_is_one_line(flags, message, tmp_path):
+    result = train_py("--algo", "dqn", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), *flags)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a3c_has_no_one_process_mode(tmp_path):
+    result = train_py("--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--dry-run")
+    assert result.returncode == 2 and "give --algo dqn" in result.stderr
