@@ -7,9 +7,9 @@ Pure numpy, no TensorFlow: the actors build transitions with `NStepBuffer`, the 
     target:     return + discount * Q_target(next observation, argmax_a Q(next observation, a))
     discount:   gamma^m after m <= n steps, 0 when the episode terminated within them
 
-Why not a library: cpprb, the fast C++ replay, is offered to these machines only as a source archive (no wheel
-for Python 3.11-3.13, so every install would compile it), and dm-reverb has no release for current TensorFlow or
-Python 3.12+. The tree below is vectorised: a batch of updates or of searches is one numpy operation per level
+Why not a library: cpprb, the fast C++ replay, has wheels for Python 3.11 and 3.12 but none for 3.13 (its 11.0.0,
+checked with pip download --only-binary), where every install would compile it; dm-reverb has no release for
+current TensorFlow or Python 3.12+. The tree below is vectorised: a batch of updates or of searches is one numpy operation per level
 of the tree, not a Python loop per item.
 """
 import collections
