@@ -48,13 +48,15 @@ class SumTree:
             raise IndexError(f"slots must lie in [0, {self.capacity}), got {slots.min()}..{slots.max()}")
         if not np.all(np.isfinite(priorities)) or priorities.min() < 0:
             raise ValueError("priorities must be finite and >= 0")
-        # the last occurrence of each slot: np.unique on the reversed array finds each slot's first from the end
-        reversed_slots = slots[::-1]
-        unique, first = np.unique(reversed_slots, return_index=True)
-        nodes = unique + self.leaves
-        self.nodes[nodes] = priorities[::-1][first]
-        for _ in range(self.depth):
-            nodes = np.unique(nodes // 2)
+        # a stable sort keeps a repeated slot's priorities in order: its last is the one before the next slot
+        order = np.argsort(slots, kind="stable")
+        slots, priorities = slots[order], priorities[order]
+        last = np.append(slots[1:] != slots[:-1], True)
+        nodes = slots[last] + self.leaves
+        self.nodes[nodes] = priorities[last]
+        for _ in range(self.depth):  # sorted nodes stay sorted when halved: equal neighbours are the repeats
+            nodes = nodes // 2
+            nodes = nodes[np.append(True, nodes[1:] != nodes[:-1])]
             self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
 
     def find(self, targets):
