@@ -68,6 +68,8 @@ def parse_args(argv=None):
     add("--random-start", type=int, default=0, metavar="N", help="begin each episode with 0 to N uniformly random "
         "actions (the policy still sees their frames), so that a greedy policy in a deterministic game does not "
         f"replay one episode; evaluations use {constants.EVAL_RANDOM_START}")
+    add("--epsilon", type=float, default=None, help="a DQN run's exploration when not --greedy (default: its "
+        "eval_epsilon); --greedy takes argmax Q")
     add("--max-steps", type=int, default=10000, help="end an episode after this many steps")
     add("--seed", type=int, default=0)
     add("--out", default=None, help="folder for summary.json and videos (default: <log-dir>/demo)")
@@ -81,6 +83,8 @@ def parse_args(argv=None):
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.random_start < 0:
         parser.error(f"--random-start must be at least 0, got {args.random_start}")
+    if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
+        parser.error(f"--epsilon must lie in [0, 1], got {args.epsilon}")
     if args.fps is not None and args.fps <= 0:
         parser.error(f"--fps must be positive, got {args.fps}")
     if args.watch and args.random:
@@ -178,6 +182,57 @@ class Agent:
 
     def close(self):
         self.session.close()
+
+
+class QAgent:
+    """A DQN run's online Q network in a graph of its own, restored from a checkpoint: argmax Q when greedy, else
+    epsilon-greedy."""
+
+    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
+        import dqn
+        import model
+
+        tf1 = import_tf()
+        self.graph = tf1.Graph()
+        self.epsilon = config.eval_epsilon if epsilon is None else epsilon
+        self.rng = np.random.default_rng(seed)
+        space = env.observation_space
+        self.dtype = dqn.stored_dtype(space)
+        with self.graph.as_default():
+            head = model.choose_head(space.shape, run.get("design_head"))
+            self.network = dqn.DQN(space.shape, env.action_space.n, config, head, self.dtype)
+            variables = self.network.online_variables
+            shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
+            missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
+            if missing:
+                raise UsageError(f"checkpoint {checkpoint} does not fit this run's Q network (missing or reshaped: "
+                                 f"{', '.join(missing[:3])}...); is it from another run?")
+            self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(
+                intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
+            tf1.train.Saver(variables).restore(self.session, checkpoint)
+
+    def reset(self):
+        pass
+
+    def act(self, observation, greedy):
+        import dqn
+
+        stored = dqn.to_stored([observation], self.dtype)
+        actions, _ = self.network.act(self.session, stored, 0.0 if greedy else self.epsilon, self.rng)
+        return int(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0
+
+    def close(self):
+        self.session.close()
+
+
+def make_agent(args, env, run, config, checkpoint):
+    """The run's policy as an agent: the A3C policy, or a DQN's Q network."""
+    if run.get("algo", "a3c") == "dqn":
+        return QAgent(env, run, config, checkpoint, args.epsilon, args.seed)
+    return Agent(env, run, config, checkpoint)
 
 
 def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0):
@@ -288,7 +343,7 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_inter
     """Play args.episodes episodes; write videos and inputs into `out`; return (summary, episodes). With
     `keep_on_interrupt`, Ctrl-C after at least one whole episode ends the playback with those episodes (the
     summary says "interrupted") instead of losing them."""
-    agent = None if args.random else Agent(env, run, config, checkpoint)
+    agent = None if args.random else make_agent(args, env, run, config, checkpoint)
     rng = np.random.default_rng(args.seed)
     fps = args.fps or PLAYBACK_FPS.get(envs.env_family(args.env_id or run["env_id"]), 30)
     episodes = []

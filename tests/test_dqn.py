@@ -1,6 +1,6 @@
 """DQN: Double DQN targets by hand, what trains and what the target network copies, the replay ratio and the
-exploration schedule, and the one-process mode end to end (learns a corridor, logs, resumes, refuses another
-algorithm on its log directory)."""
+exploration schedule, and the one-process mode end to end (learns a corridor, logs, resumes, plays back in
+demo.py, refuses another algorithm on its log directory)."""
 import json
 import os
 import re
@@ -109,6 +109,14 @@ def test_one_process_mode_learns_a_corridor_logs_and_resumes(tmp_path):
     lines = open(os.path.join(log_dir, "rewards.txt")).read().splitlines()
     assert [line.split()[:2] for line in lines[4:]] == [["5", "2500"]]
     assert "resumed from" in more.stderr
+
+    # demo.py plays its checkpoint: argmax Q walks the corridor
+    demo = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", log_dir, "--greedy",
+                           "--episodes", "2", "--out", str(tmp_path / "demo")], capture_output=True, text=True,
+                          timeout=120)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    summary = json.load(open(tmp_path / "demo" / "summary.json"))
+    assert summary["global_step"] == 2500 and summary["mean_reward"] == 1.0 and summary["policy"] == "greedy"
 
     other = train_py("--algo", "a3c", "--num-workers", "1", "--env-id", "Corridor-v0", "--log-dir", log_dir,
                      "--mode", "child")
