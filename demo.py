@@ -143,6 +143,20 @@ def checkpoint_step(tf1, prefix):
         return int(step) if step.isdigit() else 0
 
 
+def restored_session(tf1, graph, variables, checkpoint, what):
+    """A one-thread session of `graph` with `variables` restored from `checkpoint`; UsageError, in one line, for
+    a checkpoint that lacks one of them or holds it in another shape."""
+    shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
+    missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
+    if missing:
+        raise UsageError(f"checkpoint {checkpoint} does not fit this run's {what} (missing or reshaped: "
+                         f"{', '.join(missing[:3])}...); is it from another run?")
+    session = tf1.Session(graph=graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
+                                                              inter_op_parallelism_threads=1))
+    tf1.train.Saver(variables).restore(session, checkpoint)
+    return session
+
+
 class Agent:
     """The run's global policy (and predictor) in a graph of its own, restored from a checkpoint."""
 
@@ -157,15 +171,7 @@ class Agent:
             with tf1.variable_scope("global"):
                 self.policy, self.predictor = build_networks(env, config, run.get("design_head"), run["unsup"])
                 global_step_variable()
-            variables = tf1.global_variables()
-            shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
-            missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
-            if missing:
-                raise UsageError(f"checkpoint {checkpoint} does not fit this run's model (missing or reshaped: "
-                                 f"{', '.join(missing[:3])}...); is it from another run?")
-            self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(
-                intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
-            tf1.train.Saver(variables).restore(self.session, checkpoint)
+            self.session = restored_session(tf1, self.graph, tf1.global_variables(), checkpoint, "model")
         self.state = None
 
     def reset(self):
@@ -201,15 +207,8 @@ class QAgent:
         with self.graph.as_default():
             head = model.choose_head(space.shape, run.get("design_head"))
             self.network = dqn.DQN(space.shape, env.action_space.n, config, head, self.dtype)
-            variables = self.network.online_variables
-            shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
-            missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
-            if missing:
-                raise UsageError(f"checkpoint {checkpoint} does not fit this run's Q network (missing or reshaped: "
-                                 f"{', '.join(missing[:3])}...); is it from another run?")
-            self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(
-                intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
-            tf1.train.Saver(variables).restore(self.session, checkpoint)
+            self.session = restored_session(tf1, self.graph, self.network.online_variables, checkpoint,
+                                            "Q network")
 
     def reset(self):
         pass
