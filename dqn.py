@@ -97,8 +97,6 @@ class DQN:
         self.train_op = optimizer.apply_gradients(clipped, global_step=self.updates)
         self.update_target = tf.group(*[target.assign(online) for online, target in
                                         zip(self.online_variables, self.target_variables)])
-        self.steps_increment = tf1.placeholder(tf.int64, [], "steps_increment")
-        self.add_steps = tf1.assign_add(self.global_step, self.steps_increment)
 
     def act(self, session, observations, epsilon, rng):
         """Epsilon-greedy actions for a batch of observations, and their Q values."""
@@ -209,6 +207,7 @@ class LocalRun:
         observations = [env.reset(seed=config.seed + index)[0] for index, env in enumerate(self.envs)]
         tallies = [EpisodeTally() for _ in self.envs]
         recent, done_updates, last_eval = [], 0, None
+        updates_before = int(session.run(network.updates))  # the checkpoint's; train ops count on from it
         evaluations = evaluation_count(self.log_dir)
         next_eval = (step // self.eval_every + 1) * self.eval_every
         started, inserted_at_start = time.time(), self.memory.inserted
@@ -239,14 +238,14 @@ class LocalRun:
                 if transitions:
                     self.memory.add(*(np.array(list(column)) for column in zip(*transitions)))
                 step += len(self.envs)
-                session.run(network.add_steps, {network.steps_increment: len(self.envs)})
                 for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
-                    self.learn(session, step, writer)
                     done_updates += 1
+                    self.learn(session, step, writer, updates_before + done_updates)
                 if step >= next_eval or step >= config.max_global_steps:
                     evaluations += 1
                     last_eval = self.evaluate(session)
                     append_rewards_line(self.log_dir, evaluations, step, last_eval)
+                    network.global_step.load(step, session)  # counted here, not with a session.run per step
                     self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
                     next_eval += self.eval_every
                 elapsed = max(time.time() - started, 1e-9)
@@ -263,13 +262,13 @@ class LocalRun:
                 env.close()
         return last_eval
 
-    def learn(self, session, step, writer):
+    def learn(self, session, step, writer, updates):
+        """One update (the run's `updates`-th): sample, train, new priorities; the target copy when due."""
         config, network = self.config, self.network
         beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
         slots, batch, weights = self.memory.sample(config.batch_size, beta)
         loss, td_errors, mean_target = network.train(session, batch, weights)
         self.memory.update_priorities(slots, td_errors)
-        updates = int(session.run(network.updates))
         if updates % config.target_update_period == 0:
             session.run(network.update_target)
         if updates % config.summary_every_updates == 0:
