@@ -17,6 +17,7 @@ each episode's game reward, length, curiosity bonus and, where the game has them
 the 42x42 inputs the network saw (<out>/episode_<k>_signal.mp4 and .npz). <out> defaults to <log-dir>/demo.
 """
 import argparse
+import contextlib
 import csv
 import glob
 import hashlib
@@ -27,6 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 
 import logdir
 
@@ -234,10 +236,11 @@ def make_agent(args, env, run, config, checkpoint):
     return Agent(env, run, config, checkpoint)
 
 
-def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0):
+def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0,
+                 check_interrupt=lambda: None):
     """One episode: {reward, length, bonus, success, distance, actions digest, ...}, and the frames and inputs when
     asked. Its first 0 to `random_start` actions (drawn from `rng`) are random; the agent acts on those frames too,
-    so that its LSTM state has seen them when it takes over."""
+    so that its LSTM state has seen them when it takes over. `check_interrupt` is called between steps."""
     observation, info = env.reset(seed=seed)
     if agent is not None:
         agent.reset()
@@ -248,6 +251,7 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
     random_steps = int(rng.integers(random_start + 1)) if random_start else 0
     actions = hashlib.sha1()
     for step in range(max_steps):
+        check_interrupt()
         action = None if agent is None else agent.act(observation, greedy)
         if action is None or step < random_steps:
             action = int(rng.integers(env.action_space.n))
@@ -338,6 +342,31 @@ def make_env(args, run, record):
     return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None)
 
 
+def deferred_interrupt(agent):
+    """Ctrl-C held until the step being played ends (sessions.DeferredInterrupt), where an agent runs TensorFlow;
+    a random agent runs none, and needs no import of it."""
+    if agent is None:
+        return contextlib.nullcontext(types.SimpleNamespace(check=lambda: None))
+    import sessions
+
+    return sessions.DeferredInterrupt()
+
+
+def play_and_record(args, env, agent, rng, out, fps, index, check_interrupt):
+    """Episode `index` of the playback, its video and inputs written into `out` when asked."""
+    episode, frames, inputs = play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
+                                           args.record_signal, seed=args.seed + index, random_start=args.random_start,
+                                           check_interrupt=check_interrupt)
+    if args.record:
+        episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
+        write_video(episode["video"], frames, fps)
+    if args.record_signal:
+        episode["signal"] = os.path.join(out, f"episode_{index}_signal.npz")
+        np.savez_compressed(episode["signal"], observations=np.asarray(inputs, np.float16))
+        write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"), signal_frames(inputs), fps)
+    return episode
+
+
 def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_interrupt=False):
     """Play args.episodes episodes; write videos and inputs into `out`; return (summary, episodes). With
     `keep_on_interrupt`, Ctrl-C after at least one whole episode ends the playback with those episodes (the
@@ -347,21 +376,11 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_inter
     fps = args.fps or PLAYBACK_FPS.get(envs.env_family(args.env_id or run["env_id"]), 30)
     episodes = []
     try:
-        for index in range(1, args.episodes + 1):
-            episode, frames, inputs = play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
-                                                   args.record_signal, seed=args.seed + index,
-                                                   random_start=args.random_start)
-            if args.record:
-                episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
-                write_video(episode["video"], frames, fps)
-            if args.record_signal:
-                episode["signal"] = os.path.join(out, f"episode_{index}_signal.npz")
-                np.savez_compressed(episode["signal"], observations=np.asarray(inputs, np.float16))
-                write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"),
-                            signal_frames(inputs), fps)
-            episodes.append(episode)
-            if not quiet:
-                print(describe(index, episode), flush=True)
+        with deferred_interrupt(agent) as interrupt:
+            for index in range(1, args.episodes + 1):
+                episodes.append(play_and_record(args, env, agent, rng, out, fps, index, interrupt.check))
+                if not quiet:
+                    print(describe(index, episodes[-1]), flush=True)
     except KeyboardInterrupt:
         if not (keep_on_interrupt and episodes):
             raise

@@ -22,7 +22,7 @@ import logdir
 import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
-from sessions import global_step_variable
+from sessions import DeferredInterrupt, global_step_variable
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("dqn")
@@ -174,8 +174,9 @@ class LocalRun:
             session.run(tf1.global_variables_initializer())
             session.run(self.network.update_target)
 
-    def evaluate(self, session):
-        """Mean return of eval_episodes episodes at eval_epsilon, on an environment of its own."""
+    def evaluate(self, session, interrupt):
+        """Mean return of eval_episodes episodes at eval_epsilon, on an environment of its own; None when Ctrl-C
+        cut it short."""
         env = self.make_env()
         returns = []
         try:
@@ -183,6 +184,8 @@ class LocalRun:
                 observation, _ = env.reset(seed=self.config.seed + 10_000 + episode)
                 total, done = 0.0, False
                 while not done:
+                    if interrupt.requested:
+                        return None
                     stored = to_stored([observation], self.dtype)
                     action, _ = self.network.act(session, stored, self.config.eval_epsilon, self.rng)
                     observation, reward, terminated, truncated, info = env.step(int(action[0]))
@@ -194,7 +197,12 @@ class LocalRun:
         return float(np.mean(returns))
 
     def run(self, session, check_checkpoint):
-        """Train to max_global_steps; the mean return of the last evaluation."""
+        """Train to max_global_steps; the mean return of the last evaluation. Ctrl-C writes a checkpoint at the
+        step reached, then raises KeyboardInterrupt."""
+        with DeferredInterrupt() as interrupt:
+            return self.play_and_learn(session, check_checkpoint, interrupt)
+
+    def play_and_learn(self, session, check_checkpoint, interrupt):
         from tqdm import tqdm
 
         config, network = self.config, self.network
@@ -215,6 +223,9 @@ class LocalRun:
                    dynamic_ncols=True)
         try:
             while step < config.max_global_steps:
+                if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
+                    self.save(session, step)
+                    raise KeyboardInterrupt
                 stored = to_stored(observations, self.dtype)
                 epsilon = epsilon_at(step, config)
                 actions, _ = network.act(session, stored, epsilon, self.rng)
@@ -242,11 +253,12 @@ class LocalRun:
                     done_updates += 1
                     self.learn(session, step, writer, updates_before + done_updates)
                 if step >= next_eval or step >= config.max_global_steps:
-                    evaluations += 1
-                    last_eval = self.evaluate(session)
+                    score = self.evaluate(session, interrupt)
+                    if score is None:
+                        continue  # interrupted: the loop's first line saves and stops
+                    evaluations, last_eval = evaluations + 1, score
                     append_rewards_line(self.log_dir, evaluations, step, last_eval)
-                    network.global_step.load(step, session)  # counted here, not with a session.run per step
-                    self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
+                    self.save(session, step)
                     next_eval += self.eval_every
                 elapsed = max(time.time() - started, 1e-9)
                 bar.update(len(self.envs))
@@ -261,6 +273,10 @@ class LocalRun:
             for env in self.envs:
                 env.close()
         return last_eval
+
+    def save(self, session, step):
+        self.network.global_step.load(step, session)  # counted in Python, not with a session.run per step
+        self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
 
     def learn(self, session, step, writer, updates):
         """One update (the run's `updates`-th): sample, train, new priorities; the target copy when due."""

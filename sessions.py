@@ -8,6 +8,8 @@ messages itself, so no learner can lose the fix for hung workers by forgetting a
 import contextlib
 import logging
 import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -23,6 +25,35 @@ ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate Ru
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
 HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
+
+
+class DeferredInterrupt:
+    """Ctrl-C noted, and raised as KeyboardInterrupt only where `check()` is called. Raised wherever the main
+    thread happens to be, it can land inside a TensorFlow call made from C (a Tensor's __hash__ in a feed dict),
+    and the process then dies of SIGSEGV instead of unwinding: what was played or learned is lost. A second
+    Ctrl-C before a check interrupts at once. Outside the main thread (where handlers cannot be set) it does
+    nothing, and Ctrl-C behaves as usual."""
+
+    def __init__(self):
+        self.requested = False
+        self.previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _note(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def check(self):
+        if self.requested:
+            raise KeyboardInterrupt
 
 
 class Timings:

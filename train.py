@@ -602,8 +602,8 @@ def run_in_this_process(args):
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("train.py: stopped; the last checkpoint is from the last evaluation: run the same command to "
-              "go on", file=sys.stderr)
+        print("train.py: stopped, with a checkpoint at the step reached: run the same command to go on (the replay "
+              "memory refills first)", file=sys.stderr)
         return 130
 
 

@@ -4,8 +4,10 @@ demo.py, refuses another algorithm on its log directory)."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -121,6 +123,34 @@ def test_one_process_mode_learns_a_corridor_logs_and_resumes(tmp_path):
     other = train_py("--algo", "a3c", "--num-workers", "1", "--env-id", "Corridor-v0", "--log-dir", log_dir,
                      "--mode", "child")
     assert other.returncode != 0 and "algo='dqn'" in other.stderr and "Traceback" not in other.stderr, other.stderr
+
+
+def test_ctrl_c_keeps_what_was_learned_and_the_run_goes_on_from_there(tmp_path):
+    log_dir = tmp_path / "run"
+    with open(tmp_path / "train.log", "w") as output:  # no evaluation, hence no checkpoint, before 100,000 steps
+        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *CORRIDOR, "--log-dir",
+                                    str(log_dir), "--eval-every", "100000", "--set", "max_global_steps=200000"],
+                                   stdout=output, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while len(read_lines(log_dir / "episodes_0.csv")) < 30:  # training, past the replay's warm-up
+            assert process.poll() is None and time.time() < deadline, (tmp_path / "train.log").read_text()[-3000:]
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+    text = (tmp_path / "train.log").read_text()
+    assert process.returncode == 130 and "Traceback" not in text and "checkpoint at the step reached" in text, text
+    saved = int(open(log_dir / "train" / "checkpoint").readline().split("-")[-1].strip('"\n'))
+    assert 200 < saved < 200000, saved
+
+    more = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--set", f"max_global_steps={saved + 100}")
+    assert more.returncode == 0 and f"at step {saved}" in more.stderr, more.stderr[-3000:]
+
+
+def read_lines(path):
+    return open(path).read().splitlines() if os.path.exists(path) else []
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -1,6 +1,7 @@
 """The runner: rollout boundaries, bootstrap values, LSTM state hand-over, and session.run calls per step."""
 import collections
 import csv
+import os
 import queue
 import threading
 import time
@@ -275,6 +276,26 @@ def test_a_huge_error_message_is_raised_at_once_not_parsed_for_minutes():
     message = raised.value.message
     assert seconds < 5.0, f"the error took {seconds:.1f} s to raise"
     assert "characters cut" in message and len(message) < 10 * sessions.ERROR_MESSAGE_KEPT  # the cut, and its traceback
+
+
+def test_ctrl_c_is_held_until_checked_and_a_second_one_interrupts_at_once():
+    import signal
+
+    from sessions import DeferredInterrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    with DeferredInterrupt() as interrupt:
+        os.kill(os.getpid(), signal.SIGINT)  # delivered to this (the main) thread; nothing is raised here
+        deadline = time.time() + 10
+        while not interrupt.requested:
+            assert time.time() < deadline, "SIGINT was not noted"
+            time.sleep(0.01)
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.check()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(10)  # the second Ctrl-C ends this at once
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_game_metrics_reach_the_episode_csv(tmp_path):
