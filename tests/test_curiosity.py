@@ -89,6 +89,7 @@ def test_bonus_is_beta_times_the_forward_loss_of_each_step(graph):
     assert all(bonus > 0 for bonus in rollout.bonuses)
 
 
+@pytest.mark.learning
 def test_forward_loss_falls_on_a_deterministic_environment(graph):
     tf1.set_random_seed(3)
     trainer = curious_trainer(learning_rate=1e-3)
@@ -175,6 +176,7 @@ def test_state_aenc_bonus_is_the_feature_distance_of_consecutive_frames(graph):
     np.testing.assert_allclose(bonus, 0.5 * np.mean((phi1 - phi2) ** 2, axis=1), rtol=1e-5)
 
 
+@pytest.mark.learning
 @pytest.mark.parametrize("unsup", ["state", "stateAenc"])
 def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
     np.random.seed(0)

@@ -204,6 +204,7 @@ def test_adam_epsilon_reaches_the_optimizer(graph):
     assert epsilons == {"Adam/epsilon": pytest.approx(0.1), "PredictorAdam/epsilon": pytest.approx(1e-5)}
 
 
+@pytest.mark.learning
 def test_a3c_learns_the_corridor(graph):
     """A random walk needs ~45 steps for the 8-cell corridor; the optimum is 7. Learned policies settle near
     10 (measured over seeds 0-7: solved in 255-423 updates), the entropy bonus keeping some randomness."""

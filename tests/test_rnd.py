@@ -137,6 +137,7 @@ def test_a_resumed_run_does_not_seed_its_statistics_again(graph):
         assert session.run(count) == 1000.0
 
 
+@pytest.mark.learning
 def test_predictor_learns_and_the_bonus_of_a_familiar_state_falls(graph):
     """On a deterministic corridor of pixels the states soon all become familiar: the predictor's error falls."""
     trainer = rnd_trainer("CorridorPixels-v0")

@@ -101,6 +101,18 @@ pick() {
     fail "curiosity-agent needs Python $SUPPORTED_TEXT, on the PATH or under pyenv ($(reasons "none found")): install one, or make ... PYTHON=/path/to/python3.12"
 }
 
+# install VENV: the package with its extras, by uv where pip can install it: the same packages from the same
+# registry in 31 s where pip takes 69 s (Python 3.11, uv's cache empty, pip's full). pip does it otherwise.
+install() {
+    local python="$1/bin/python"
+    if "$python" -m pip install --quiet uv 2>/dev/null; then
+        "$python" -m uv pip install --quiet --python "$python" -e "$ROOT[$EXTRAS]" && return 0
+        echo "uv could not install the packages; trying pip"
+    fi
+    "$python" -m pip install --quiet --upgrade pip
+    "$python" -m pip install --quiet -e "$ROOT[$EXTRAS]"
+}
+
 ensure() {
     local venv="$1" wanted="${2:-}" minor version executable current="" stamp reason
     [[ -x "$venv/bin/python" ]] && current="$("$venv/bin/python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || true)"
@@ -125,9 +137,8 @@ ensure() {
     # Reinstall when the Python or setup.py changed since the last install.
     stamp="$version $(cksum <"$ROOT/setup.py")"
     if [[ "$(cat "$venv/.installed" 2>/dev/null)" != "$stamp" ]]; then
-        echo "Installing curiosity-agent[$EXTRAS] into $venv (about a minute the first time)"
-        "$venv/bin/python" -m pip install --quiet --upgrade pip
-        "$venv/bin/python" -m pip install --quiet -e "$ROOT[$EXTRAS]"
+        echo "Installing curiosity-agent[$EXTRAS] into $venv (about 30 seconds the first time)"
+        install "$venv"
         echo "$stamp" >"$venv/.installed"
     fi
 }
