@@ -18,38 +18,67 @@ class Role:
     job: str  # TensorFlow's job name
     title: str  # in messages
     prefix: str  # of its processes' names (tmux windows, <name>.out, the supervisor's and status view's keys)
-    heartbeat: bool  # beats <log-dir>/status_<task>.json while it trains: a live one whose beat stops is hung
+    heartbeat: bool  # beats <log-dir>/status_<key>.json while it runs: a live one whose beat stops is hung
     learner: bool  # trains: the run is done when every learner has finished (exit 0); its usage error stops it
-    restarts_learners: bool  # holds the global variables: its death loses every learner's session
+    finishes: bool  # exits 0 when the run has reached max_global_steps: it is then done, not started again
+    restarts: tuple  # the jobs whose sessions its death loses (it holds their variables): started again with it
     stops_first: bool  # stopped first, given time to save its last checkpoint, before the others
 
 
-PS = Role("ps", "parameter server", "ps", heartbeat=False, learner=False, restarts_learners=True, stops_first=False)
-WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, restarts_learners=False, stops_first=True)
-# The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles (a replay server,
-# an actor pool) adds its row here.
-CLUSTERS = {"a3c": (PS, WORKER)}
+PS = Role("ps", "parameter server", "ps", heartbeat=False, learner=False, finishes=False, restarts=("worker",),
+          stops_first=False)
+WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, finishes=True, restarts=(), stops_first=True)
+# Ape-X (apex.py): the learner holds the variables and the transitions' queue, owns the replay and trains; the
+# actors play and send it transitions.
+LEARNER = Role("learner", "learner", "learner", heartbeat=True, learner=True, finishes=True, restarts=("actor",),
+               stops_first=True)
+ACTOR = Role("actor", "actor", "a", heartbeat=True, learner=False, finishes=True, restarts=(), stops_first=False)
+# The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles adds its row here.
+CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR)}
 ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
 JOBS = tuple(ROLES)
-CHIEF = (WORKER.job, 0)  # initialises or restores the global variables, checkpoints them, and saves at the end
+# The chief initialises or restores the global variables, checkpoints them, and saves at the end.
+CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0)}
+CHIEF = CHIEFS["a3c"]
+NAMED_ALONE = (PS, LEARNER)  # task 0 of these is named by the prefix alone
 
 
 def is_chief(job, index):
-    return (job, index) == CHIEF
+    return (job, index) in CHIEFS.values()
+
+
+def algo_of(cluster):
+    """The algorithm whose cluster has the jobs of `cluster` (a ClusterSpec dict)."""
+    for algo, roles in CLUSTERS.items():
+        if all(role.job in cluster for role in roles):
+            return algo
+    raise ValueError(f"no algorithm has the jobs {', '.join(sorted(cluster))}")
+
+
+def jobs_of(cluster):
+    return [job for job in JOBS if job in cluster]
 
 
 def task_name(job, index):
-    """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"."""
+    """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"; the learner is
+    "learner", actor i "a-i"."""
     role = ROLES[job]
-    if role is PS and index == 0:
-        return PS.prefix
+    if role in NAMED_ALONE and index == 0:
+        return role.prefix
     return f"{role.prefix}-{index}"
+
+
+def heartbeat_key(job, index):
+    """What names a task's heartbeat file (status_<key>.json): the index of a worker or actor (status_0.json, as
+    before there were roles), the name of the others."""
+    return task_name(job, index) if ROLES[job] in NAMED_ALONE else index
 
 
 def parse_task_name(name):
     """'w-3' -> ("worker", 3), 'ps' -> ("ps", 0); None for a name that is not a task's (supervisor, tb)."""
-    if name == PS.prefix:
-        return PS.job, 0
+    for role in NAMED_ALONE:
+        if name == role.prefix:
+            return role.job, 0
     prefix, dash, index = name.rpartition("-")
     for role in ROLES.values():
         if dash and prefix == role.prefix and index.isdigit():
@@ -67,16 +96,18 @@ class LaunchError(Exception):
     """Something the user can fix before anything starts; printed as one line."""
 
 
-def local(first_port, num_workers, num_ps=1):
-    """The cluster of a run on this machine alone: the parameter servers, then the workers, on 127.0.0.1 from
-    `first_port` on."""
-    return {PS.job: [f"127.0.0.1:{first_port + j}" for j in range(num_ps)],
-            WORKER.job: [f"127.0.0.1:{first_port + num_ps + i}" for i in range(num_workers)]}
+def local(first_port, num_workers, num_ps=1, algo="a3c"):
+    """The cluster of a run on this machine alone, on 127.0.0.1 from `first_port` on: the parameter servers, then
+    the workers; or (dqn) the learner, then the actors."""
+    serving, playing = CLUSTERS[algo]
+    count = num_ps if serving is PS else 1
+    return {serving.job: [f"127.0.0.1:{first_port + j}" for j in range(count)],
+            playing.job: [f"127.0.0.1:{first_port + count + i}" for i in range(num_workers)]}
 
 
 def describe(cluster, separator=","):
     """'ps HOST:PORT; worker HOST:PORT,...': the hosts of each job, as the logs show them."""
-    return "; ".join(f"{job} {separator.join(cluster[job])}" for job in JOBS)
+    return "; ".join(f"{job} {separator.join(cluster[job])}" for job in jobs_of(cluster))
 
 
 def from_hosts(ps_hosts, worker_hosts):
@@ -147,14 +178,14 @@ def parse_tasks(text, cluster):
 def machines(cluster):
     """{host: [task, ...]} in the order of the cluster: what each machine of the run starts."""
     found = {}
-    for job in JOBS:
+    for job in jobs_of(cluster):
         for index, address in enumerate(cluster[job]):
             found.setdefault(split_address(address)[0], []).append((job, index))
     return found
 
 
 def all_tasks(cluster):
-    return [(job, index) for job in JOBS for index in range(len(cluster[job]))]
+    return [(job, index) for job in jobs_of(cluster) for index in range(len(cluster[job]))]
 
 
 def addresses(cluster, tasks):
@@ -164,7 +195,7 @@ def addresses(cluster, tasks):
 def digest(cluster):
     """A short hash of the cluster {"ps": [...], "worker": [...]}: the launcher on each machine and every worker
     log it, so that a run started from different cluster files shows in the logs."""
-    canonical = json.dumps({job: list(cluster[job]) for job in JOBS}, sort_keys=True)
+    canonical = json.dumps({job: list(cluster[job]) for job in jobs_of(cluster)}, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 

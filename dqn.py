@@ -59,29 +59,42 @@ def to_stored(observations, dtype):
     return np.round(observations * 255.0).astype(np.uint8) if dtype == np.uint8 else observations
 
 
+def observation_placeholder(observation_shape, observation_dtype, name):
+    return tf1.placeholder(tf.uint8 if observation_dtype == np.uint8 else tf.float32, [None, *observation_shape], name)
+
+
+def q_network(observations, scope, num_actions, config, head, reuse=False):
+    """Q(s, .) [B, A] of the variables in `scope`; uint8 observations are scaled to [0, 1] here."""
+    if observations.dtype == tf.uint8:
+        observations = tf.cast(observations, tf.float32) / 255.0
+    with tf1.variable_scope(scope, reuse=reuse):
+        return q_head(model.flatten(model.HEADS[head](observations)), num_actions, config.dueling)
+
+
+def epsilon_greedy(q_values, epsilon, rng):
+    """argmax_a Q(s, a) per row, each replaced by a random action with probability epsilon (a scalar, or one per
+    row)."""
+    actions = np.argmax(q_values, axis=1)
+    explore = rng.random(len(actions)) < epsilon
+    actions[explore] = rng.integers(0, q_values.shape[1], int(explore.sum()))
+    return actions
+
+
 class DQN:
     """The online and target Q networks, the Double DQN loss and its train op, in the default graph."""
 
     def __init__(self, observation_shape, num_actions, config, head, observation_dtype=np.float32):
         self.config, self.num_actions = config, num_actions
-        dtype = tf.uint8 if observation_dtype == np.uint8 else tf.float32
-        self.observations = tf1.placeholder(dtype, [None, *observation_shape], "observations")
-        self.next_observations = tf1.placeholder(dtype, [None, *observation_shape], "next_observations")
+        self.observations = observation_placeholder(observation_shape, observation_dtype, "observations")
+        self.next_observations = observation_placeholder(observation_shape, observation_dtype, "next_observations")
         self.actions = tf1.placeholder(tf.int32, [None], "actions")
         self.returns = tf1.placeholder(tf.float32, [None], "returns")  # n-step, discounted
         self.discounts = tf1.placeholder(tf.float32, [None], "discounts")
         self.weights = tf1.placeholder(tf.float32, [None], "weights")  # importance sampling
 
-        def scaled(x):
-            return tf.cast(x, tf.float32) / 255.0 if dtype == tf.uint8 else x
-
-        def network(x, scope, reuse=False):
-            with tf1.variable_scope(scope, reuse=reuse):
-                return q_head(model.flatten(model.HEADS[head](scaled(x))), num_actions, config.dueling)
-
-        self.q_values = network(self.observations, "online")  # [B, A]
-        next_q_online = network(self.next_observations, "online", reuse=True)
-        next_q_target = network(self.next_observations, "target")
+        self.q_values = q_network(self.observations, "online", num_actions, config, head)  # [B, A]
+        next_q_online = q_network(self.next_observations, "online", num_actions, config, head, reuse=True)
+        next_q_target = q_network(self.next_observations, "target", num_actions, config, head)
         self.online_variables = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "online")
         self.target_variables = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "target")
         self.targets = double_q_targets(self.returns, self.discounts, next_q_online, next_q_target)
@@ -101,10 +114,7 @@ class DQN:
     def act(self, session, observations, epsilon, rng):
         """Epsilon-greedy actions for a batch of observations, and their Q values."""
         q_values = session.run(self.q_values, {self.observations: observations})
-        actions = np.argmax(q_values, axis=1)
-        explore = rng.random(len(actions)) < epsilon
-        actions[explore] = rng.integers(0, self.num_actions, int(explore.sum()))
-        return actions, q_values
+        return epsilon_greedy(q_values, epsilon, rng), q_values
 
     def train(self, session, batch, weights):
         """One update on a sampled batch; (loss, |TD errors|, mean Q of the actions taken)."""
@@ -141,6 +151,66 @@ def evaluation_count(log_dir):
     return sum(1 for line in open(path) if line.strip()) if os.path.exists(path) else 0
 
 
+class Acting:
+    """K environments in lockstep, each feeding its n-step buffer: the acting of the one-process mode and of each
+    Ape-X actor. Rewards are scaled by reward_scale into the transitions, the episodes' own sums are kept too."""
+
+    def __init__(self, envs, config, dtype, seed):
+        self.envs, self.config, self.dtype = envs, config, dtype
+        for index, env in enumerate(envs):
+            env.action_space.seed(seed + index)
+        self.observations = [env.reset(seed=seed + index)[0] for index, env in enumerate(envs)]
+        self.tallies = [EpisodeTally() for _ in envs]
+        self.n_steps = [replay.NStepBuffer(config.n_step, config.gamma) for _ in envs]
+
+    def stored_observations(self):
+        return to_stored(self.observations, self.dtype)
+
+    def step(self, actions):
+        """Every environment steps once; (the transitions completed, as replay.PrioritizedReplay.add's columns, or
+        None; the finished episodes' EpisodeStats)."""
+        stored, transitions, finished = self.stored_observations(), [], []
+        for k, env in enumerate(self.envs):
+            next_observation, reward, terminated, truncated, info = env.step(int(actions[k]))
+            tally = self.tallies[k]
+            tally.reward += reward
+            tally.env_reward += info.get("env_reward", reward)
+            tally.length += 1
+            tally.observe(info)
+            transitions += self.n_steps[k].add(stored[k], int(actions[k]), reward * self.config.reward_scale,
+                                               to_stored([next_observation], self.dtype)[0], terminated, truncated)
+            self.observations[k] = next_observation
+            if terminated or truncated:
+                finished.append(tally.stats(truncated=not terminated))
+                self.observations[k] = env.reset()[0]
+                self.tallies[k] = EpisodeTally()
+        columns = tuple(np.array(list(column)) for column in zip(*transitions)) if transitions else None
+        return columns, finished
+
+    def close(self):
+        for env in self.envs:
+            env.close()
+
+
+def learn_step(network, memory, session, step, writer, updates, epsilon=None):
+    """One update (the run's `updates`-th): sample, train, new priorities; the target copy when due; summaries
+    (with the exploration's `epsilon` where one schedule explores)."""
+    config = network.config
+    beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
+    slots, batch, weights = memory.sample(config.batch_size, beta)
+    loss, td_errors, mean_target = network.train(session, batch, weights)
+    memory.update_priorities(slots, td_errors)
+    if updates % config.target_update_period == 0:
+        session.run(network.update_target)
+    if updates % config.summary_every_updates == 0:
+        summary = tf1.Summary()
+        for tag, value in (("dqn/loss", loss), ("dqn/target_mean", mean_target),
+                           ("dqn/td_error_mean", float(np.mean(td_errors))), ("dqn/beta", beta),
+                           ("replay/size", len(memory))) + ((("dqn/epsilon", epsilon),) if epsilon is not None else ()):
+            summary.value.add(tag=tag, simple_value=value)
+        writer.add_summary(summary, step)
+
+
 class LocalRun:
     """Actor and learner in one process: K environments in lockstep feed the replay; the learner keeps the
     replay ratio; evaluations, checkpoints, episode CSV, TensorBoard and a progress bar."""
@@ -159,7 +229,6 @@ class LocalRun:
         self.memory = replay.PrioritizedReplay(config.replay_capacity, space.shape, self.dtype,
                                                config.priority_alpha, uniform=not config.prioritized,
                                                seed=config.seed)
-        self.n_steps = [replay.NStepBuffer(config.n_step, config.gamma) for _ in self.envs]
         self.rng = np.random.default_rng(config.seed)
         self.saver = tf1.train.Saver(max_to_keep=3)
         self.train_dir = logdir.checkpoints_dir(log_dir)
@@ -210,10 +279,7 @@ class LocalRun:
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
         step = int(session.run(network.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
-        for index, env in enumerate(self.envs):
-            env.action_space.seed(config.seed + index)
-        observations = [env.reset(seed=config.seed + index)[0] for index, env in enumerate(self.envs)]
-        tallies = [EpisodeTally() for _ in self.envs]
+        acting = Acting(self.envs, config, self.dtype, config.seed)
         recent, done_updates, last_eval = [], 0, None
         updates_before = int(session.run(network.updates))  # the checkpoint's; train ops count on from it
         evaluations = evaluation_count(self.log_dir)
@@ -226,32 +292,18 @@ class LocalRun:
                 if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
                     self.save(session, step)
                     raise KeyboardInterrupt
-                stored = to_stored(observations, self.dtype)
                 epsilon = epsilon_at(step, config)
-                actions, _ = network.act(session, stored, epsilon, self.rng)
-                transitions = []
-                for k, env in enumerate(self.envs):
-                    next_observation, reward, terminated, truncated, info = env.step(int(actions[k]))
-                    tallies[k].reward += reward
-                    tallies[k].env_reward += info.get("env_reward", reward)
-                    tallies[k].length += 1
-                    tallies[k].observe(info)
-                    transitions += self.n_steps[k].add(stored[k], int(actions[k]), reward * config.reward_scale,
-                                                       to_stored([next_observation], self.dtype)[0], terminated,
-                                                       truncated)
-                    observations[k] = next_observation
-                    if terminated or truncated:
-                        stats = tallies[k].stats(truncated=not terminated)
-                        episodes(stats)
-                        recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
-                        observations[k] = env.reset()[0]
-                        tallies[k] = EpisodeTally()
+                actions, _ = network.act(session, acting.stored_observations(), epsilon, self.rng)
+                transitions, finished = acting.step(actions)
+                for stats in finished:
+                    episodes(stats)
+                    recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
                 if transitions:
-                    self.memory.add(*(np.array(list(column)) for column in zip(*transitions)))
+                    self.memory.add(*transitions)
                 step += len(self.envs)
                 for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
                     done_updates += 1
-                    self.learn(session, step, writer, updates_before + done_updates)
+                    learn_step(network, self.memory, session, step, writer, updates_before + done_updates, epsilon)
                 if step >= next_eval or step >= config.max_global_steps:
                     score = self.evaluate(session, interrupt)
                     if score is None:
@@ -270,30 +322,12 @@ class LocalRun:
             bar.close()
             episodes.close()
             writer.close()
-            for env in self.envs:
-                env.close()
+            acting.close()
         return last_eval
 
     def save(self, session, step):
         self.network.global_step.load(step, session)  # counted in Python, not with a session.run per step
         self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
-
-    def learn(self, session, step, writer, updates):
-        """One update (the run's `updates`-th): sample, train, new priorities; the target copy when due."""
-        config, network = self.config, self.network
-        beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
-        slots, batch, weights = self.memory.sample(config.batch_size, beta)
-        loss, td_errors, mean_target = network.train(session, batch, weights)
-        self.memory.update_priorities(slots, td_errors)
-        if updates % config.target_update_period == 0:
-            session.run(network.update_target)
-        if updates % config.summary_every_updates == 0:
-            summary = tf1.Summary()
-            for tag, value in (("dqn/loss", loss), ("dqn/target_mean", mean_target),
-                               ("dqn/td_error_mean", float(np.mean(td_errors))), ("dqn/beta", beta),
-                               ("dqn/epsilon", epsilon_at(step, config)), ("replay/size", len(self.memory))):
-                summary.value.add(tag=tag, simple_value=value)
-            writer.add_summary(summary, step)
 
 
 def run_local(args):

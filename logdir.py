@@ -222,8 +222,13 @@ def heartbeats(log_dirs):
         for path in glob.glob(os.path.join(log_dir, "status_*.json")):
             beat = read_json(path)
             if beat and "task" in beat:
-                found[beat["task"]] = beat
-    return [found[task] for task in sorted(found)]
+                found[beat.get("name", beat["task"])] = beat
+    return sorted(found.values(), key=heartbeat_order)
+
+
+def heartbeat_order(beat):
+    """The learner first, then the tasks by index (a worker's heartbeat of an older run has no name)."""
+    return (beat.get("name") != "learner", beat["task"] if isinstance(beat["task"], int) else 0)
 
 
 def run_config(log_dirs):

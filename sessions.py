@@ -15,6 +15,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+import cluster
 import logdir
 import supervise
 
@@ -201,12 +202,14 @@ class Heartbeat:
     """`<log-dir>/status_<task>.json`, rewritten every HEARTBEAT_SECS while training: what status.py shows, and
     how it tells a hung or dead worker (an old heartbeat) from a working one."""
 
-    def __init__(self, log_dir, task, max_global_steps):
-        self.path = logdir.heartbeat_json(log_dir, task)
-        self.record = {"task": task, "pid": os.getpid(), "max_global_steps": max_global_steps, "started": time.time()}
+    def __init__(self, log_dir, task, max_global_steps, job=cluster.WORKER.job):
+        self.path = logdir.heartbeat_json(log_dir, cluster.heartbeat_key(job, task))
+        self.record = {"task": task, "name": cluster.task_name(job, task), "pid": os.getpid(),
+                       "max_global_steps": max_global_steps, "started": time.time()}
         self.last = None  # (time, steps trained) of the previous beat
 
-    def beat(self, trainer, episodes, state="training", force=False):
+    def beat(self, trainer, episodes, state="training", force=False, details=None):
+        """`details`: what else the role has to show (the Ape-X learner's replay)."""
         now = time.time()
         if not force and self.last is not None and now - self.last[0] < HEARTBEAT_SECS:
             return
@@ -215,5 +218,5 @@ class Heartbeat:
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
                            skipped_updates=trainer.skipped_updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
-                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb())
+                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb(), **(details or {}))
         logdir.write_json_atomically(self.path, self.record)

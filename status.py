@@ -23,9 +23,12 @@ STALE_SECONDS = 60.0  # a heartbeat older than this marks its worker stale (work
 #                       of a slow game can take a few seconds, a checkpoint save longer)
 
 
+REPLAY_FIELDS = ("replay_size", "inserts_per_sec", "samples_per_sec", "sample_insert_ratio", "updates_per_sec")
+
+
 def worker_name(heartbeat):
-    """The name of the task that wrote a heartbeat: the workers beat (cluster.ROLES)."""
-    return cluster.task_name(cluster.WORKER.job, heartbeat["task"])
+    """The name of the task that wrote a heartbeat (a worker's, where an older run's heartbeat has no name)."""
+    return heartbeat.get("name") or cluster.task_name(cluster.WORKER.job, heartbeat["task"])
 
 
 def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
@@ -51,10 +54,13 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
         "global_step": max([worker.get("global_step", 0) for worker in workers]
                            + [int(row["global_step"]) for row in episodes[-1:]], default=0),
         "max_global_steps": max((worker.get("max_global_steps", 0) for worker in workers), default=0),
-        "steps_per_sec": sum(worker.get("steps_per_sec", 0.0) for worker in training),
+        "steps_per_sec": sum(worker.get("steps_per_sec", 0.0) for worker in training if "replay_size" not in worker),
         "episodes": len(episodes), "workers": workers,
         "stale": [worker["task"] for worker in workers if worker["state"] == "STALE"],
     }
+    learner = next((worker for worker in workers if "replay_size" in worker), None)  # Ape-X's (apex.Learner.status)
+    if learner is not None:
+        status["replay"] = {key: learner[key] for key in REPLAY_FIELDS}
     if recent:
         status["recent_reward"] = sum(float(row["reward"]) for row in recent) / len(recent)
         status["recent_bonus"] = sum(float(row["bonus"]) for row in recent) / len(recent)
@@ -85,6 +91,11 @@ def render(status, tensorboard_port=None):
     progress = f" / {total:,} ({100.0 * status['global_step'] / total:.2f}%)" if total else ""
     lines.append(f"global step {status['global_step']:,}{progress}   {status['steps_per_sec']:,.0f} steps/s in all   "
                  f"{status['episodes']:,} episodes")
+    if "replay" in status:
+        replay = status["replay"]
+        lines.append(f"replay {replay['replay_size']:,} transitions   {replay['inserts_per_sec']:,.0f} inserts/s   "
+                     f"{replay['samples_per_sec']:,.0f} samples/s   sample:insert "
+                     f"{replay['sample_insert_ratio']:.1f}   learner {replay['updates_per_sec']:,.0f} updates/s")
     if "recent_reward" in status:
         line = (f"last {min(status['episodes'], RECENT_EPISODES)} episodes: mean reward {status['recent_reward']:.4g}"
                 f"   mean bonus {status['recent_bonus']:.4g}")

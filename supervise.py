@@ -196,7 +196,7 @@ class Member:
         """Seconds since this incarnation's last heartbeat, or None before its first (or for a role without)."""
         if not self.role.heartbeat:
             return None
-        beat = read_json(logdir.heartbeat_json(self.log_dir, self.index))
+        beat = read_json(logdir.heartbeat_json(self.log_dir, cluster.heartbeat_key(self.role.job, self.index)))
         if not beat or beat.get("pid") != self.process.pid or beat.get("state") != "training":
             return None
         return now - beat.get("time", now)
@@ -254,18 +254,19 @@ class Supervisor:
                 member.recycling = False
                 member.restarts += 1
                 member.due = now
-            elif code == 0 and member.role.learner:
+            elif code == 0 and member.role.finishes:
                 member.done = True  # reached max_global_steps, or was told to stop
                 logger.info("%s finished", member.name)
-            elif code == USAGE_ERROR and member.role.learner:
+            elif code == USAGE_ERROR and member.role.finishes:
                 return self._finish(USAGE_ERROR, f"{member.name} stopped: {last_line(self._out(member))}")
             else:
                 self._failed(member, now, f"exit status {code}")
-                if member.role.restarts_learners:
-                    self._restart_learners(now, member.name)
+                if member.role.restarts:
+                    self._restart_with(now, member)
         learners = [member for member in self.members if member.role.learner]
         if self.outcome is None and all(member.done for member in learners):
-            reason = "stopped" if self.stop_requested() else "every worker finished"
+            titles = sorted({member.role.title for member in learners})
+            reason = "stopped" if self.stop_requested() else f"every {' and '.join(titles)} finished"
             return self._finish(0, reason)
         self._write_state(now)
         return self.outcome
@@ -286,18 +287,19 @@ class Supervisor:
         except ProcessLookupError:
             pass
 
-    def _restart_learners(self, now, server):
-        """A parameter server that died comes back empty: every worker's session on it is lost, and each would
-        find out only at its next call (measured: 7-10 s later on Doom, then its own teardown). They are started
-        again with it at once, as a planned restart, not a failure; the chief restores the last checkpoint."""
+    def _restart_with(self, now, server):
+        """A parameter server (or Ape-X learner) that died comes back empty: every session on it is lost, and each
+        would find out only at its next call (measured: 7-10 s later on Doom, then its own teardown). The tasks of
+        the jobs it serves (Role.restarts) are started again with it at once, as a planned restart, not a failure;
+        the chief restores the last checkpoint."""
         for member in self.members:
-            if not member.role.learner or member.process is None or member.done:
+            if member.role.job not in server.role.restarts or member.process is None or member.done:
                 continue
             kill_group(member.process.pid)
             member.process.wait()
             member.process, member.recycling, member.due = None, False, now
             member.restarts += 1
-            member.last_reason = f"restarted with {server}"
+            member.last_reason = f"restarted with {server.name}"
             logger.warning("%s: started again with %s, whose variables it had lost", member.name, server)
 
     def _out(self, member):

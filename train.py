@@ -30,8 +30,8 @@ import constants
 import envs
 import logdir
 import supervise
-from cluster import (CHIEF, JOBS, PS, ROLES, WORKER, LaunchError, addresses, all_tasks, describe, digest, local,
-                     machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
+from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, all_tasks, describe, digest, is_chief, jobs_of,
+                     local, machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SCRIPT = os.path.join(HERE, "worker.py")
@@ -52,7 +52,7 @@ HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that k
 SUPERVISE_FLAG = "--supervise"  # and the one that keeps the parameter server and workers running
 HOLDER_START_SECS = 10.0
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
-DEFAULT_SESSION = "a3c"
+DEFAULT_SESSION = "a3c"  # the tmux session of an A3C run; another algorithm's is named after it
 
 Process = collections.namedtuple("Process", ["name", "argv"])
 Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "cluster", "tasks", "tb_port"])
@@ -60,9 +60,9 @@ Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes"
 
 # ---------------------------------------------------------------- the cluster (its roles: cluster.py)
 
-def local_cluster(exp_id, num_workers, num_ps=1):
-    """The cluster of a run on this machine alone: the parameter servers, then the workers, on 127.0.0.1."""
-    return local(PS_BASE_PORT + PORT_STRIDE * exp_id, num_workers, num_ps)
+def local_cluster(exp_id, num_workers, num_ps=1, algo="a3c"):
+    """The cluster of a run on this machine alone (cluster.local), on 127.0.0.1."""
+    return local(PS_BASE_PORT + PORT_STRIDE * exp_id, num_workers, num_ps, algo)
 
 
 def ports_for(exp_id, num_workers, num_ps=1):
@@ -148,18 +148,18 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     127.0.0.1), the supervisor, eval (with `eval_every`, where worker 0, the chief, runs), tb (optional) and,
     in tmux, status and htop. `run_flags` are the run's flags of constants.RUN_FLAGS (unsup="action", ...)."""
     log_dir = os.path.abspath(log_dir)
-    cluster = cluster or local_cluster(exp_id, num_workers, num_ps)
+    cluster = cluster or local_cluster(exp_id, num_workers, num_ps, run_flags.get("algo", "a3c"))
     tasks = tasks or all_tasks(cluster)
     tb_port = TB_BASE_PORT + exp_id
     if run_flags.get("pretrain"):
         run_flags["pretrain"] = os.path.abspath(run_flags["pretrain"])
-    base = [python, WORKER_SCRIPT, "--ps-hosts", ",".join(cluster[PS.job]), "--worker-hosts",
-            ",".join(cluster[WORKER.job]), "--log-dir", log_dir]
+    hosts = [flag for job in jobs_of(cluster) for flag in (f"--{job}-hosts", ",".join(cluster[job]))]
+    base = [python, WORKER_SCRIPT, *hosts, "--log-dir", log_dir]
     flags = constants.run_flag_argv(dict(run_flags, env_id=env_id))
     processes = [Process(task_name(job, index), base + ["--job-name", job, "--task", str(index)] + flags)
-                 for job, index in sorted(tasks)]
+                 for job, index in sorted(tasks, key=lambda task: (JOBS.index(task[0]), task[1]))]
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
-    if eval_every and CHIEF in tasks:  # it reads the checkpoints, which the chief writes
+    if eval_every and any(is_chief(*task) for task in tasks):  # it reads the checkpoints, which the chief writes
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
                                           str(eval_every), "--episodes", str(eval_episodes), "--greedy",
                                           "--random-start", str(constants.EVAL_RANDOM_START)]))
@@ -300,7 +300,7 @@ def parse_args(argv=None):
         help="tmux: a session to attach to; nohup: detached, logs in <log-dir>/*.out; child: wait for the run")
     constants.add_run_flags(parser, {"env_id": "; supported: " + envs.SUPPORTED})
     add("--expName", "--exp-name", dest="exp_name", default=None,
-        help=f"tmux session name (default: {DEFAULT_SESSION}); with --stop, the session to end too")
+        help=f"tmux session name (default: {DEFAULT_SESSION}, or the --algo); with --stop, the session to end too")
     add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
         help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
     add("--default", action="store_true", help="the paper's settings: --envWrap --designHead universe "
@@ -346,13 +346,14 @@ def check_args(args):
         raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
     args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
     if args.algo == "dqn":
-        if args.num_workers != 0 or has_cluster(args):
-            raise LaunchError("--algo dqn runs in one process for now: give --num-workers 0 (its cluster of a "
-                              "learner and actors is not built yet)")
+        if has_cluster(args):
+            raise LaunchError("--algo dqn runs on one machine for now: its learner and --num-workers actors (or one "
+                              "process with --num-workers 0), without --cluster")
         if args.unsup != "none":
             raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is not built yet")
-        return
-    if args.num_workers == 0:
+        if args.num_workers == 0:
+            return
+    elif args.num_workers == 0:
         raise LaunchError("--num-workers 0 (one process) is DQN's mode: give --algo dqn, or 1 or more workers")
     if not 1 <= args.num_workers <= MAX_WORKERS:
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
@@ -681,11 +682,12 @@ def stop_run(log_dir, session, quiet=False):
 
 
 def announce(plan, isolated):
-    counts = {job: sum(task[0] == job for task in plan.tasks) for job in JOBS}
+    jobs = jobs_of(plan.cluster)
+    counts = {job: sum(task[0] == job for task in plan.tasks) for job in jobs}
     whole = len(plan.tasks) == len(all_tasks(plan.cluster))
     share = "" if whole else (f", this machine's share ({', '.join(task_name(*task) for task in plan.tasks)}) of "
-                              f"a cluster of {' + '.join(str(len(plan.cluster[job])) for job in JOBS)}")
-    held = ", ".join(f"{counts[job]} {ROLES[job].title}{'s' * (counts[job] != 1)}" for job in JOBS)
+                              f"a cluster of {' + '.join(str(len(plan.cluster[job])) for job in jobs)}")
+    held = ", ".join(f"{counts[job]} {ROLES[job].title}{'s' * (counts[job] != 1)}" for job in jobs)
     print(f"Run '{plan.session}': {held}{share}; logs, checkpoints and CSVs in {plan.log_dir}")
     print(f"  cluster:      {digest(plan.cluster)} (the same on every machine of the run)")
     if isolated:
@@ -708,7 +710,7 @@ def dry_run_text(plan_for, cluster, network):
     """What --dry-run prints: the commands of this machine or, for a cluster, of every machine in it."""
     lines = []
     if network == "isolated":
-        lines.append("# ps and w-* would run inside the run's own network namespace: nsenter --target=<pid of "
+        lines.append("# the cluster's tasks would run inside the run's own network namespace: nsenter --target=<pid of "
                      "`unshare --user --map-root-user --net -- train.py --hold-network`> ... <command>")
     if cluster is None:
         return "\n".join(lines + [script_texts(plan_for(None))[0]])
@@ -740,10 +742,10 @@ def main(argv=None):
     if args.stop:
         stop_run(args.log_dir, args.exp_name)
         return 0
-    args.exp_name = args.exp_name or DEFAULT_SESSION
+    args.exp_name = args.exp_name or (DEFAULT_SESSION if args.algo == "a3c" else args.algo)
     try:
         check_args(args)
-        if args.algo == "dqn":
+        if args.algo == "dqn" and args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
         network = resolve_network(args, cluster)

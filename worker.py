@@ -63,6 +63,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", type=int, default=None, help="index of this process within its job")
     parser.add_argument("--ps-hosts", help="host:port of the parameter server")
     parser.add_argument("--worker-hosts", help="comma-separated host:port of every worker")
+    parser.add_argument("--learner-hosts", help="--algo dqn: host:port of the learner")
+    parser.add_argument("--actor-hosts", help="--algo dqn: comma-separated host:port of every actor")
     parser.add_argument("--log-dir", default="tmp/doom")
     constants.add_run_flags(parser)
     args = parser.parse_args(argv)
@@ -78,15 +80,25 @@ def parse_args(argv=None):
     for name, value in role.items():  # the command line wins; TF_CONFIG or Slurm fills what it leaves out
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.job_name is None or args.ps_hosts is None or args.worker_hosts is None:
+    if args.job_name in (roles.LEARNER.job, roles.ACTOR.job):
+        if args.learner_hosts is None or args.actor_hosts is None:
+            parser.error(f"--job-name {args.job_name}: give --learner-hosts and --actor-hosts")
+    elif args.job_name is None or args.ps_hosts is None or args.worker_hosts is None:
         parser.error("give --job-name, --ps-hosts and --worker-hosts, or set TF_CONFIG, or run under srun")
     args.task = args.task or 0
     return args
 
 
+def cluster_spec(args):
+    """The cluster of this process's flags, {job: [host:port, ...]}."""
+    if args.job_name in (roles.LEARNER.job, roles.ACTOR.job):
+        return {roles.LEARNER.job: args.learner_hosts.split(","), roles.ACTOR.job: args.actor_hosts.split(",")}
+    return roles.from_hosts(args.ps_hosts, args.worker_hosts)
+
+
 def describe_cluster(args):
     """The line every process logs: the cluster's digest (train.py prints the same on each machine) and hosts."""
-    spec = roles.from_hosts(args.ps_hosts, args.worker_hosts)
+    spec = cluster_spec(args)
     return f"cluster {roles.digest(spec)}: {roles.describe(spec)}"
 
 
@@ -116,7 +128,8 @@ def ps_device_setter(tf1, num_ps, worker_device):
 
 def run_flags(args):
     """The flags that define what a log directory's run is, as stored in config.json."""
-    hosts = getattr(args, "worker_hosts", None)  # train.py's one-process mode has none
+    hosts = getattr(args, "actor_hosts" if getattr(args, "algo", "a3c") == "dqn" else "worker_hosts", None)  # none in
+    # train.py's one-process mode
     return dict(constants.recorded_run_flags(args), num_workers=len(hosts.split(",")) if hosts else args.num_workers)
 
 
@@ -357,6 +370,100 @@ def run_worker(args):
     logger.info("worker %d done at global step %d", task, trainer.last_global_step)
 
 
+def run_apex(args):
+    """An Ape-X learner or actor (apex.py), on the session plumbing of the A3C workers: the chief (the learner)
+    initialises or restores the variables and checkpoints them; an actor waits for it."""
+    import apex
+    import model
+    from acting import EpisodeLogger
+    from sessions import Heartbeat
+
+    tf1 = import_tf()
+    job, task = args.job_name, args.task
+    is_learner = roles.is_chief(job, task)
+    spec = cluster_spec(args)
+    stop_flag = StopFlag()
+
+    def make_env():
+        return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
+                               no_life_reward=args.no_life_reward)
+
+    first = make_env()
+    config = effective_config(args, first)
+    actor_envs = [] if is_learner else [first] + [make_env() for _ in range(config.envs_per_worker - 1)]
+    space, num_actions = first.observation_space, first.action_space.n
+    if is_learner:
+        first.close()  # the learner plays no game: the first environment told it the shapes
+    tf1.set_random_seed(config.seed + task)
+    np.random.seed(config.seed + task)  # model.py draws some initial weights with numpy
+    try:
+        head = model.choose_head(space.shape, args.design_head)
+        graph = apex.ApeXGraph(space, num_actions, config, head, *apex.devices(job, task))
+    except ValueError as error:  # an impossible head/observation combination
+        raise UsageError(str(error)) from None
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    if is_learner:
+        latest = check_checkpoint(tf1, train_dir, graph.shared_variables)
+        logger.info("resuming from %s; the replay refills first (%d transitions)" % (latest, config.learning_starts)
+                    if latest else f"no checkpoint in {train_dir}: starting fresh")
+    server = tf1.train.Server(tf1.train.ClusterSpec(spec), job_name=job, task_index=task,
+                              config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+    key = roles.heartbeat_key(job, task)
+    summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, key))
+    saver = tf1.train.Saver(graph.shared_variables, max_to_keep=CHECKPOINTS_KEPT, save_relative_paths=True)
+    ready_op = tf1.report_uninitialized_variables(graph.shared_variables)
+    supervisor = tf1.train.Supervisor(
+        is_chief=is_learner, logdir=train_dir, saver=saver, summary_op=None,
+        init_op=tf1.variables_initializer(graph.shared_variables),
+        init_fn=lambda session: session.run(graph.network.update_target), ready_op=ready_op,
+        local_init_op=tf1.variables_initializer(graph.actor_variables), global_step=graph.network.global_step,
+        summary_writer=summary_writer, save_model_secs=config.checkpoint_secs, save_summaries_secs=0,
+        session_manager=joining_session_manager(tf1, ready_op))
+    own_device = apex.devices(job, task)[1]
+    seen = [f"/job:{roles.LEARNER.job}", *([own_device] if own_device else [])]
+    session_config = tf1.ConfigProto(device_filters=seen, operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
+    heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
+    logger.info("%s; %s", describe_cluster(args), "the learner" if is_learner else
+                f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
+    episodes = 0  # an actor's, at the end
+    try:
+        with supervisor.managed_session(server.target, config=session_config) as session:
+            stop_flag.training = True
+            if is_learner:
+                trainer = apex.Learner(graph, config, apex_replay(config, space, graph.dtype), summary_writer)
+                trainer.run(session, stop_flag, heartbeat)
+                heartbeat.beat(trainer, 0, state="stopping", force=True, details=trainer.status())
+                saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
+                logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)
+                if not stop_flag.stop:
+                    trainer.finish(session)
+            else:
+                trainer = apex.Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
+                episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+                try:
+                    trainer.run(session, stop_flag, heartbeat, episode_logger)
+                    trainer.send(session)
+                finally:
+                    episode_logger.close()
+                episodes = episode_logger.episodes
+            heartbeat.beat(trainer, episodes, state="stopped", force=True, details=trainer.status())
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
+        raise ClusterError(f"lost the learner at {args.learner_hosts} ({error.message.strip().splitlines()[0]}); "
+                           f"relaunch the run to resume") from None
+    finally:
+        summary_writer.close()
+        for env in actor_envs:
+            env.close()
+    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)
+
+
+def apex_replay(config, space, dtype):
+    import replay
+
+    return replay.PrioritizedReplay(config.replay_capacity, space.shape, dtype, config.priority_alpha,
+                                    uniform=not config.prioritized, seed=config.seed)
+
+
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,
           heartbeat):
     """The session loop: train until the max global step or a stop request; the chief saves at the end."""
@@ -388,7 +495,10 @@ def main(argv=None):
             return 0
         os.makedirs(args.log_dir, exist_ok=True)
         constants.check_same_run(args.log_dir, run_flags(args))
-        run_worker(args)
+        if args.job_name in (roles.LEARNER.job, roles.ACTOR.job):
+            run_apex(args)
+        else:
+            run_worker(args)
         return 0
     except (UsageError, logdir.UnreadableCheckpoint, constants.ConfigError, envs.EnvError) as error:
         print(f"{name}: error: {error}", file=sys.stderr)

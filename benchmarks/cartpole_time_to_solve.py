@@ -1,11 +1,15 @@
 #!/usr/bin/env python
 """Time-to-solve benchmark: launch `train.py` as a user would and time how long CartPole-v1 takes to be solved.
 
-Solved (gymnasium's threshold): mean reward >= 475 over the last 100 episodes of all workers together, read
-from the episode CSVs while the run trains. One run per seed; prints progress, then a summary, and writes
-`<out>/time_to_solve.json`.
+Solved (gymnasium's threshold): mean reward >= 475 over the last 100 episodes of all workers together (or of the
+workers `--counted` names), read from the episode CSVs while the run trains. One run per seed; prints progress,
+then a summary, and writes `<out>/time_to_solve.json`.
 
     python benchmarks/cartpole_time_to_solve.py --num-workers 2 --seeds 0 1 2 --mode tmux
+    python benchmarks/cartpole_time_to_solve.py --num-workers 2 --seeds 0 1 2 --mode child --counted 1 -- --algo dqn
+
+With `--algo dqn` (Ape-X) actor 0 explores with epsilon 0.4 throughout, so its episodes say little of the policy:
+`--counted 1` judges by the actor that explores least (epsilon 0.4^8).
 """
 import argparse
 import csv
@@ -25,10 +29,13 @@ WINDOW = 100
 POLL_SECS = 5.0
 
 
-def recent_rewards(log_dir):
-    """All finished episodes of all workers, ordered by wall time: [(wall_time, reward, global_step)]."""
+def recent_rewards(log_dir, tasks=None):
+    """All finished episodes of all workers (or of `tasks`), ordered by wall time: [(wall_time, reward,
+    global_step)]."""
     rows = []
-    for path in glob.glob(os.path.join(log_dir, "episodes_*.csv")):
+    paths = [os.path.join(log_dir, f"episodes_{task}.csv") for task in tasks] if tasks else glob.glob(
+        os.path.join(log_dir, "episodes_*.csv"))
+    for path in filter(os.path.exists, paths):
         with open(path) as handle:
             rows += [(float(r["wall_time"]), float(r["reward"]), int(r["global_step"])) for r in csv.DictReader(handle)]
     return sorted(rows)
@@ -51,7 +58,7 @@ def run_seed(args, seed):
     try:
         while time.time() - start < args.max_minutes * 60:
             time.sleep(POLL_SECS)
-            rows = recent_rewards(log_dir)
+            rows = recent_rewards(log_dir, args.counted)
             elapsed = time.time() - start
             if rows:
                 window = [reward for _, reward, _ in rows[-WINDOW:]]
@@ -80,6 +87,8 @@ def main():
     parser.add_argument("--max-minutes", type=float, default=15.0)
     parser.add_argument("--exp-id", type=int, default=300)
     parser.add_argument("--out", default=os.path.join("tmp", "bench-time-to-solve"))
+    parser.add_argument("--counted", type=int, nargs="+", default=None, metavar="TASK",
+                        help="judge by the episodes of these workers (actors) only (default: all)")
     parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
     args = parser.parse_args()
     results = [run_seed(args, seed) for seed in args.seeds]
@@ -89,7 +98,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "time_to_solve.json"), "w") as handle:
         json.dump({"num_workers": args.num_workers, "env_id": args.env_id, "cpus": os.cpu_count(),
-                   "results": results}, handle, indent=2)
+                   "counted": args.counted, "train_flags": args.extra, "results": results}, handle, indent=2)
     return 0 if all(r["solved"] for r in results) else 1
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import constants
+import status
 from conftest import ROOT
 
 
@@ -149,12 +150,48 @@ def test_ctrl_c_keeps_what_was_learned_and_the_run_goes_on_from_there(tmp_path):
     assert more.returncode == 0 and f"at step {saved}" in more.stderr, more.stderr[-3000:]
 
 
+def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tmp_path):
+    """A learner and 2 actors (worker.py processes on TensorFlow's runtime): the actors' transitions reach the
+    learner's replay through the queue, the learner trains at the replay ratio, checkpoints, and a relaunch with a
+    larger budget resumes its weights and update count."""
+    import tensorflow as tf
+
+    from test_distributed import free_exp_id
+
+    log_dir = tmp_path / "run"
+    apex = [*CORRIDOR, "--num-workers", "2", "--mode", "child", "--no-tensorboard", "--log-dir", str(log_dir),
+            "--expId", str(free_exp_id(2, 480))]
+    first = train_py(*apex, "--set", "max_global_steps=3000")
+    assert first.returncode == 0 and "every learner finished" in first.stdout, first.stdout + first.stderr
+    learner = json.load(open(log_dir / "status_learner.json"))
+    assert learner["global_step"] >= 3000 and learner["replay_size"] >= 2800, learner
+    warm = 1 - 200 / learner["replay_size"]  # learning_starts=200: no updates before
+    assert 0.7 * 16 * warm <= learner["sample_insert_ratio"] <= 1.05 * 16, learner  # replay_ratio=16
+    for actor in (0, 1):
+        assert len(read_lines(log_dir / f"episodes_{actor}.csv")) > 10
+        assert json.load(open(log_dir / f"status_{actor}.json"))["name"] == f"a-{actor}"
+    text = status.render(status.collect(str(log_dir)))  # the status view: the replay's line, the learner first
+    assert re.search(r"\nreplay [\d,]+ transitions +[\d,]+ inserts/s +[\d,]+ samples/s +sample:insert [\d.]+ +"
+                     r"learner [\d,]+ updates/s\n", text), text
+    assert [line.split()[0] for line in text.splitlines() if line.startswith(("learner ", "a-"))] == [
+        "learner", "a-0", "a-1"], text
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    updates = tf.train.load_variable(latest, "updates")
+    assert int(latest.rsplit("-", 1)[1]) >= 3000 and updates == learner["updates"] > 100
+
+    more = train_py(*apex, "--set", "max_global_steps=4000")
+    assert more.returncode == 0, more.stdout + more.stderr
+    assert "resuming from" in (log_dir / "learner.out").read_text()
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    assert int(latest.rsplit("-", 1)[1]) >= 4000 and tf.train.load_variable(latest, "updates") > updates
+
+
 def read_lines(path):
     return open(path).read().splitlines() if os.path.exists(path) else []
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--num-workers", "2"], "--algo dqn runs in one process for now"),
+    (["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], "--algo dqn runs on one machine for now"),
     (["--num-workers", "0", "--unsup", "action"], "curiosity with DQN is not built yet"),
 ])
 def test_what_dqn_cannot_do_yet_is_one_line(flags, message, tmp_path):

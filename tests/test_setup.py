@@ -4,6 +4,7 @@ The interpreters here are fakes (shell scripts answering the script's probe), pu
 each case sets exactly which versions a machine has.
 """
 import os
+import re
 import stat
 import subprocess
 
@@ -12,19 +13,22 @@ from conftest import ROOT
 SCRIPT = os.path.join(ROOT, "tools", "venv.sh")
 
 
-def fake_python(path, version, missing="-", headers=1, broken=False):
-    """A script at `path` that answers like Python `version`; `broken` answers like a pyenv shim without it."""
+def fake_python(path, version, missing="-", headers=1, broken=False, uv=True):
+    """A script at `path` that answers like Python `version`; `broken` answers like a pyenv shim without it;
+    without `uv`, pip cannot install uv."""
     minor = version.rsplit(".", 1)[0]
     if broken:
         body = f'echo "pyenv: python{minor}: command not found" >&2\nexit 127\n'
     else:
         # -c PROBE -> the probe line; -c <other> -> the version; -m venv DIR -> a copy of itself as DIR/bin/python;
-        # -m pip ... -> logged, so that the test sees whether an install ran.
+        # -m pip ... and -m uv ... -> logged, so that the test sees whether and how an install ran.
+        refuse = "" if uv else '[[ "$*" == *" uv" ]] && exit 1; '
         body = f"""case "$1 $2" in
   "-c "*importlib*) echo "{minor} {version} $0 {missing} {headers}" ;;
   "-c "*) echo "{version}" ;;
   "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
-  "-m pip") echo "pip {version} $*" >> "$PIP_LOG" ;;
+  "-m pip") {refuse}echo "pip {version} $*" >> "$PIP_LOG" ;;
+  "-m uv") echo "uv {version} $*" >> "$PIP_LOG" ;;
 esac
 """
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -120,12 +124,14 @@ def test_ensure_reuses_the_venv_until_the_python_or_setup_py_changes(tmp_path):
     pip_log = tmp_path / "pip.log"
 
     def installs():
-        return pip_log.read_text().count("install --quiet -e") if pip_log.exists() else 0
+        return len(re.findall(r"pip install --quiet .*-e ", pip_log.read_text())) if pip_log.exists() else 0
 
     first = run(tmp_path, "ensure", ".venv")
     assert first.returncode == 0, first.stderr
     assert "Using Python 3.13.1 in .venv: the newest" in first.stdout and installs() == 1
-    assert "pip 3.13.1" in pip_log.read_text()  # the install ran with the venv's own Python
+    # the install ran by uv, with bytecode, under the venv's own Python
+    assert re.search(r"uv 3\.13\.1 -m uv pip install --quiet --compile-bytecode --python \S*\.venv/bin/python -e ",
+                     pip_log.read_text()), pip_log.read_text()
 
     again = run(tmp_path, "ensure", ".venv")
     assert "the one .venv was made with" in again.stdout and installs() == 1
@@ -139,3 +145,11 @@ def test_ensure_reuses_the_venv_until_the_python_or_setup_py_changes(tmp_path):
     os.remove(tmp_path / ".venv" / ".installed")
     kept = run(tmp_path, "ensure", ".venv")
     assert "Using Python 3.11.9 in .venv" in kept.stdout and installs() == 3
+
+
+def test_where_pip_cannot_install_uv_pip_installs_the_package(tmp_path):
+    fake_python(tmp_path / "bin" / "python3.13", "3.13.1", uv=False)
+    result = run(tmp_path, "ensure", ".venv")
+    assert result.returncode == 0, result.stderr
+    log = (tmp_path / "pip.log").read_text()
+    assert "uv 3.13.1" not in log and re.search(r"pip 3\.13\.1 -m pip install --quiet -e ", log), log

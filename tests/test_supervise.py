@@ -70,30 +70,48 @@ def test_a_killed_worker_comes_back_without_orphans_and_a_finished_one_is_done(t
 
 @pytest.mark.parametrize("job", cluster.JOBS)
 def test_each_role_is_supervised_by_the_rules_of_the_roles_table(tmp_path, job):
-    """Whatever the table says of a role holds: a learner that exits 0 is done, another role is started again
-    (and, if it holds the learners' variables, the learners with it); only a role with a heartbeat is hung when
+    """Whatever the table says of a role holds: a task that finishes and exits 0 is done, another is started again
+    (and, if it holds others' variables, the tasks of those jobs with it); only a role with a heartbeat is hung when
     its heartbeat stops."""
     role = cluster.ROLES[job]
-    subject, learner = cluster.task_name(job, 0), cluster.task_name(cluster.WORKER.job, 1)
-    flag = tmp_path / "second-life"
-    once = (f"import pathlib, time; p = pathlib.Path({str(flag)!r})\n"
-            "if not p.exists(): p.touch(); raise SystemExit(0)\ntime.sleep(60)")
-    supervisor = supervise.Supervisor(str(tmp_path), {subject: python(once),
-                                                      learner: python("import time; time.sleep(60)")}, **FAST)
-    run_until(supervisor, lambda: (member(supervisor, subject).done or member(supervisor, subject).restarts)
-              and member(supervisor, learner).process is not None)  # the first exit handled, either way
-    assert member(supervisor, subject).done == role.learner
-    assert member(supervisor, subject).restarts == (0 if role.learner else 1)
-    assert member(supervisor, learner).restarts == (1 if role.restarts_learners else 0)
-    old = tmp_path / logdir.heartbeat_json("", member(supervisor, subject).index)
+    algo = next(algo for algo, roles in cluster.CLUSTERS.items() if role in roles)
+    other_job = next(other.job for other in cluster.CLUSTERS[algo] if other is not role)
+    subject, other = cluster.task_name(job, 0), cluster.task_name(other_job, 1)
+    for code in (0, 1):  # it finished; it died
+        flag = tmp_path / f"second-life-{code}"
+        once = (f"import pathlib, time; p = pathlib.Path({str(flag)!r})\n"
+                f"if not p.exists(): p.touch(); raise SystemExit({code})\ntime.sleep(60)")
+        supervisor = supervise.Supervisor(str(tmp_path), {subject: python(once),
+                                                          other: python("import time; time.sleep(60)")}, **FAST)
+        run_until(supervisor, lambda: (member(supervisor, subject).done or member(supervisor, subject).restarts)
+                  and member(supervisor, other).process is not None)  # the first exit handled, either way
+        done = code == 0 and role.finishes
+        assert member(supervisor, subject).done == done
+        assert member(supervisor, subject).restarts == (0 if done else 1)
+        assert member(supervisor, other).restarts == (1 if other_job in role.restarts and not done else 0)
+        for each in supervisor.members:
+            if each.process:
+                each.process.kill()
+    old = tmp_path / logdir.heartbeat_json("", cluster.heartbeat_key(job, 0))
     stale = supervise.Member(subject, [], str(tmp_path))
     stale.process = subprocess.Popen(["true"])
     stale.process.wait()
     old.write_text(json.dumps({"pid": stale.process.pid, "time": 0.0, "state": "training"}))
     assert (stale.heartbeat_age(100.0) is not None) == role.heartbeat
-    for each in supervisor.members:
-        if each.process:
-            each.process.kill()
+
+
+def test_the_run_is_over_when_its_learners_are_not_when_its_actors_are(tmp_path):
+    """Ape-X: actors that finished do not end the run; the learner that finishes does, and what is left is
+    stopped by the caller."""
+    supervisor = supervise.Supervisor(str(tmp_path), {"learner": python("import time; time.sleep(60)"),
+                                                      "a-0": python("pass"), "a-1": python("pass")}, **FAST)
+    run_until(supervisor, lambda: member(supervisor, "a-0").done and member(supervisor, "a-1").done)
+    assert supervisor.outcome is None and member(supervisor, "learner").process.poll() is None
+    member(supervisor, "learner").process.terminate()
+    supervisor = supervise.Supervisor(str(tmp_path), {"learner": python("pass"),
+                                                      "a-0": python("import time; time.sleep(60)")}, **FAST)
+    assert run_until(supervisor, lambda: False)[0] == 0
+    member(supervisor, "a-0").process.kill()
 
 
 def test_the_supervisor_refuses_a_process_that_is_no_task_of_the_cluster(tmp_path):

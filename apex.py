@@ -1,0 +1,210 @@
+"""Ape-X (Horgan et al. 2018) on TensorFlow's cluster: `train.py --algo dqn --num-workers N` runs one learner and
+N actors (cluster.CLUSTERS["dqn"]), each a worker.py process.
+
+    actor i   plays its K environments epsilon-greedy on its own copy of Q, environment k of actor i with
+              epsilon_{iK+k} of replay.apex_epsilons(N K) (0.4 down to 0.4^8), each feeding an n-step buffer;
+              every SEND_EVERY steps it computes the new transitions' priorities |R + d max_a Q(s', a) - Q(s, a)|
+              with its copy and sends them in one enqueue_many, which adds its steps to the global step; every
+              SYNC_EVERY steps it fetches the online weights
+    learner   (the chief) drains the queue into replay.PrioritizedReplay, in its own memory, and trains dqn.DQN at
+              the replay ratio (dqn.learn_step); while it trains, the queue fills and the actors wait on it, so
+              the ratio holds whatever the number of actors. It checkpoints every checkpoint_secs and ends the run
+              at max_global_steps
+
+The transitions travel through TensorFlow's own runtime: a FIFOQueue on the learner's device with a shared_name,
+so that the queue op in every process's graph is the one queue, as DeepMind's TF1 IMPALA fed its learner. A
+restarted learner restores the last checkpoint, not the replay: it refills to learning_starts before training
+again, and the transitions in the queue die with the process. A restarted actor loses its unsent transitions.
+"""
+import logging
+import time
+
+import numpy as np
+import tensorflow as tf
+
+import cluster as roles
+import dqn
+import replay
+from sessions import Timings
+
+tf1 = tf.compat.v1
+logger = logging.getLogger("apex")
+
+QUEUE_CAPACITY = 1024  # transitions the queue holds before an actor's send waits (84x84x4 frames: about 58 MB)
+QUEUE_NAME = "apex_transitions"  # the shared_name: one queue for every process's graph
+RECEIVE_MAX = 1024  # transitions the learner takes from the queue at once
+RECEIVE_IDLE_SECS = 0.005  # the learner's pause when the queue was empty and no update was due
+SEND_EVERY = 50  # steps an actor plays between sends (Ape-X's local buffer: 50 transitions per actor)
+SYNC_EVERY = 400  # steps an actor plays between weight fetches (Ape-X: every 400 frames)
+FINISH_GRACE_SECS = 10.0  # the learner serves this long after max_global_steps, so actors learn it and finish
+ACTOR_SCOPE = "actor"  # an actor's own copy of the online network, on its own device
+
+
+class ApeXGraph:
+    """What the learner and every actor build alike (between-graph replication): the DQN and the queue on the
+    learner's device; on an actor's device (`actor_device`), its copy of the online network and the op that
+    fetches the weights into it."""
+
+    def __init__(self, observation_space, num_actions, config, head, learner_device, actor_device=None):
+        shape, self.dtype = observation_space.shape, dqn.stored_dtype(observation_space)
+        with tf1.device(learner_device):
+            self.network = dqn.DQN(shape, num_actions, config, head, self.dtype)
+            frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
+            self.queue = tf1.FIFOQueue(QUEUE_CAPACITY, [frames, tf.int64, tf.float32, tf.float32, frames,
+                                                        tf.float32], shapes=[shape, [], [], [], shape, []],
+                                       shared_name=QUEUE_NAME, name="transitions")
+            self.sent = [dqn.observation_placeholder(shape, self.dtype, "sent_observations"),
+                         tf1.placeholder(tf.int64, [None], "sent_actions"),
+                         tf1.placeholder(tf.float32, [None], "sent_returns"),
+                         tf1.placeholder(tf.float32, [None], "sent_discounts"),
+                         dqn.observation_placeholder(shape, self.dtype, "sent_next_observations"),
+                         tf1.placeholder(tf.float32, [None], "sent_priorities")]
+            self.steps = tf1.placeholder(tf.int64, [], "steps")
+            with tf.control_dependencies([self.queue.enqueue_many(self.sent)]):
+                self.send = self.network.global_step.assign_add(self.steps)  # the environment steps, counted
+            self.received = self.queue.dequeue_many(tf.minimum(self.queue.size(), RECEIVE_MAX))
+        self.shared_variables = tf1.global_variables()  # the learner's: checkpointed; the actors wait for them
+        self.actor_variables = []
+        if actor_device is not None:
+            with tf1.device(actor_device):
+                self.observations = dqn.observation_placeholder(shape, self.dtype, "actor_observations")
+                self.q_values = dqn.q_network(self.observations, ACTOR_SCOPE, num_actions, config, head)
+                self.actor_variables = tf1.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES, ACTOR_SCOPE)
+                self.sync = tf.group(*[mine.assign(online) for online, mine in
+                                       zip(self.network.online_variables, self.actor_variables)])
+
+
+def initial_priorities(q_values, count, actions, returns, discounts):
+    """|R + d max_a Q(s', a) - Q(s, a)| of `count` transitions, from Q of their observations then their next
+    observations, stacked ([2 count, A]): the actor's estimate of the TD error its learner would see."""
+    now, later = q_values[:count], q_values[count:]
+    return np.abs(returns + discounts * later.max(axis=1) - now[np.arange(count), actions]).astype(np.float32)
+
+
+class Actor:
+    """One actor task: plays, computes its transitions' priorities, sends them, fetches the weights."""
+
+    def __init__(self, graph, envs, config, task, num_actors):
+        self.graph, self.config = graph, config
+        count = len(envs)
+        self.epsilons = np.array(replay.apex_epsilons(num_actors * count)[task * count:(task + 1) * count])
+        self.acting = dqn.Acting(envs, config, graph.dtype, config.seed + task * count)
+        self.rng = np.random.default_rng(config.seed + task)
+        self.pending = []  # transitions' columns not sent yet
+        self.unsent_steps = 0
+        # the heartbeat's fields (sessions.Heartbeat)
+        self.last_global_step = self.steps_trained = self.updates = self.skipped_updates = 0
+        self.timings = Timings()
+
+    def run(self, session, stop_flag, heartbeat, episode_logger):
+        """Play until the global step reaches max_global_steps or a stop is asked."""
+        graph = self.graph
+        session.run(graph.sync)
+        since_sync = 0
+        while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
+            with self.timings.phase("act"):
+                q_values = session.run(graph.q_values, {graph.observations: self.acting.stored_observations()})
+            actions = dqn.epsilon_greedy(q_values, self.epsilons, self.rng)
+            with self.timings.phase("env"):
+                transitions, finished = self.acting.step(actions)
+            for stats in finished:
+                episode_logger(stats)
+            if transitions is not None:
+                self.pending.append(transitions)
+            self.unsent_steps += len(actions)
+            since_sync += 1
+            if self.unsent_steps >= SEND_EVERY * len(actions):
+                self.send(session)
+            if since_sync >= SYNC_EVERY:
+                with self.timings.phase("sync"):
+                    session.run(graph.sync)
+                since_sync = 0
+            heartbeat.beat(self, episode_logger.episodes, details=self.status())
+
+    def send(self, session):
+        """The pending transitions with their priorities into the learner's queue, and the steps played into the
+        global step, in one session.run (it waits while the queue is full)."""
+        graph = self.graph
+        if self.pending:
+            columns = [np.concatenate(column) for column in zip(*self.pending)]
+        else:
+            columns = [np.zeros((0, *graph.sent[0].shape[1:]), graph.dtype), np.zeros(0, np.int64),
+                       np.zeros(0, np.float32), np.zeros(0, np.float32),
+                       np.zeros((0, *graph.sent[0].shape[1:]), graph.dtype)]
+        observations, actions, returns, discounts, next_observations = columns
+        count = len(actions)
+        priorities = np.zeros(0, np.float32)
+        if count:
+            q_values = session.run(graph.q_values, {graph.observations: np.concatenate([observations,
+                                                                                        next_observations])})
+            priorities = initial_priorities(q_values, count, actions, returns, discounts)
+        with self.timings.phase("queue_put"):
+            feed = dict(zip(graph.sent, [*columns, priorities]))
+            feed[graph.steps] = self.unsent_steps
+            self.last_global_step = int(session.run(graph.send, feed))
+        self.steps_trained += self.unsent_steps
+        self.pending, self.unsent_steps = [], 0
+
+    def status(self):
+        """The status view's figures of an actor: its exploration."""
+        return {"epsilons": [round(float(epsilon), 6) for epsilon in self.epsilons]}
+
+
+class Learner:
+    """The learner task: the replay, fed from the queue; updates at the replay ratio; the run's end."""
+
+    def __init__(self, graph, config, memory, writer):
+        self.graph, self.config, self.memory, self.writer = graph, config, memory, writer
+        self.last_global_step = self.steps_trained = self.skipped_updates = 0
+        self.updates = 0  # this incarnation's; the run's count is the `updates` variable
+        self.updates_before = 0
+        self.timings = Timings()
+        self.started = time.time()
+
+    def run(self, session, stop_flag, heartbeat):
+        """Receive and train until the global step reaches max_global_steps or a stop is asked; then serve the
+        actors FINISH_GRACE_SECS more, so that each learns the run is over and finishes by itself."""
+        self.updates_before = int(session.run(self.graph.network.updates))
+        self.receive(session)
+        while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
+            due = dqn.updates_due(self.memory.inserted, self.updates, self.config)
+            if due:
+                with self.timings.phase("train"):
+                    self.updates += 1
+                    dqn.learn_step(self.graph.network, self.memory, session, self.last_global_step, self.writer,
+                                   self.updates_before + self.updates)
+            elif not self.receive(session):
+                time.sleep(RECEIVE_IDLE_SECS)
+            heartbeat.beat(self, 0, details=self.status())
+
+    def receive(self, session):
+        """What the queue holds, into the replay; the number of transitions received."""
+        with self.timings.phase("queue_get"):
+            received, step = session.run([self.graph.received, self.graph.network.global_step])
+        self.last_global_step = int(step)
+        count = len(received[1])
+        if count:
+            self.memory.add(*received[:5], priorities=received[5])
+            self.steps_trained += count
+        return count
+
+    def finish(self, session):
+        """Keep draining the queue a while, so that the actors' last sends do not wait on a full one."""
+        deadline = time.time() + FINISH_GRACE_SECS
+        while time.time() < deadline:
+            if not self.receive(session):
+                time.sleep(RECEIVE_IDLE_SECS * 20)
+
+    def status(self):
+        """The status view's replay figures: size, inserts/s and samples/s since this incarnation began, the
+        sample:insert ratio, the learner's updates/s."""
+        elapsed = max(time.time() - self.started, 1e-6)
+        inserted, sampled = self.memory.inserted, self.memory.sampled
+        return {"replay_size": len(self.memory), "inserts_per_sec": inserted / elapsed,
+                "samples_per_sec": sampled / elapsed, "sample_insert_ratio": sampled / max(inserted, 1),
+                "updates_per_sec": self.updates / elapsed}
+
+
+def devices(job, task):
+    learner = f"/job:{roles.LEARNER.job}/task:0/cpu:0"
+    return learner, (None if job == roles.LEARNER.job else f"/job:{job}/task:{task}/cpu:0")
