@@ -10,6 +10,7 @@ progress bar, an evaluation every --eval-every steps appended to <log-dir>/rewar
 evaluation, the episodes in episodes_0.csv and TensorBoard events in the log directory. The replay is not in
 the checkpoint: a resumed run refills it (learning_starts transitions) before it trains again.
 """
+import functools
 import logging
 import os
 import time
@@ -17,6 +18,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+import curiosity
 import envs
 import logdir
 import model
@@ -57,6 +59,12 @@ def stored_dtype(observation_space):
 def to_stored(observations, dtype):
     observations = np.asarray(observations, np.float32)
     return np.round(observations * 255.0).astype(np.uint8) if dtype == np.uint8 else observations
+
+
+def from_stored(observations, dtype):
+    """Stored observations as the float32 the environment gave (to 1/255 for images)."""
+    observations = np.asarray(observations)
+    return observations.astype(np.float32) / 255.0 if dtype == np.uint8 else observations.astype(np.float32)
 
 
 def observation_placeholder(observation_shape, observation_dtype, name):
@@ -166,25 +174,30 @@ class Acting:
     def stored_observations(self):
         return to_stored(self.observations, self.dtype)
 
-    def step(self, actions):
-        """Every environment steps once; (the transitions completed, as replay.PrioritizedReplay.add's columns, or
-        None; the finished episodes' EpisodeStats)."""
+    def step(self, actions, bonus=None):
+        """Every environment steps once; (the transitions completed, as a replay.Transition of arrays, or None; the
+        finished episodes' EpisodeStats). `bonus(observations, next_observations, actions)`: each step's curiosity
+        reward (stored observations in, [K] out), added to the stored reward."""
         stored, transitions, finished = self.stored_observations(), [], []
-        for k, env in enumerate(self.envs):
-            next_observation, reward, terminated, truncated, info = env.step(int(actions[k]))
+        results = [env.step(int(action)) for env, action in zip(self.envs, actions)]
+        following = to_stored([result[0] for result in results], self.dtype)
+        bonuses = np.zeros(len(self.envs)) if bonus is None else bonus(stored, following, actions)
+        for k, (env, (next_observation, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
             tally = self.tallies[k]
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
+            tally.bonus += float(bonuses[k])
             tally.length += 1
             tally.observe(info)
-            transitions += self.n_steps[k].add(stored[k], int(actions[k]), reward * self.config.reward_scale,
-                                               to_stored([next_observation], self.dtype)[0], terminated, truncated)
+            transitions += self.n_steps[k].add(stored[k], int(actions[k]),
+                                               reward * self.config.reward_scale + bonuses[k], following[k],
+                                               terminated, truncated)
             self.observations[k] = next_observation
             if terminated or truncated:
                 finished.append(tally.stats(truncated=not terminated))
                 self.observations[k] = env.reset()[0]
                 self.tallies[k] = EpisodeTally()
-        columns = tuple(np.array(list(column)) for column in zip(*transitions)) if transitions else None
+        columns = replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
         return columns, finished
 
     def close(self):
@@ -192,21 +205,50 @@ class Acting:
             env.close()
 
 
-def learn_step(network, memory, session, step, writer, updates, epsilon=None):
-    """One update (the run's `updates`-th): sample, train, new priorities; the target copy when due; summaries
-    (with the exploration's `epsilon` where one schedule explores)."""
+class Curious:
+    """A curiosity bonus of curiosity.py for DQN: each step's reward prediction_beta x its raw bonus, added to the
+    stored reward when the actor plays (the bonus of the predictor at that time); the predictor trained on every
+    replayed batch's (s_t, a_t, s_t+1), by an Adam of its own."""
+
+    def __init__(self, unsup, observation_shape, num_actions, config, head, dtype):
+        with tf1.variable_scope("curiosity"):
+            self.module = curiosity.build(unsup, observation_shape, num_actions, head)
+        self.beta, self.dtype = config.prediction_beta, dtype
+        optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
+        self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
+        self.summaries = self.module.summaries()
+
+    def feed(self, observations, following, actions):
+        return self.module.feed(from_stored(observations, self.dtype), from_stored(following, self.dtype), actions)
+
+    def rewards(self, session, observations, following, actions):
+        """[K] the curiosity rewards of K steps."""
+        return self.beta * session.run(self.module.bonus_per_step, self.feed(observations, following, actions))
+
+    def train(self, session, batch):
+        """One step of the predictor on a replayed batch; its summaries' values."""
+        _, values = session.run([self.train_op, self.summaries],
+                                self.feed(batch["observations"], batch["following"], batch["actions"]))
+        return values
+
+
+def learn_step(network, memory, session, step, writer, updates, epsilon=None, curious=None):
+    """One update (the run's `updates`-th): sample, train, new priorities; the curiosity's predictor on the same
+    batch; the target copy when due; summaries (with the exploration's `epsilon` where one schedule explores)."""
     config = network.config
     beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
     slots, batch, weights = memory.sample(config.batch_size, beta)
     loss, td_errors, mean_target = network.train(session, batch, weights)
     memory.update_priorities(slots, td_errors)
+    curiosity_values = curious.train(session, batch) if curious is not None else {}
     if updates % config.target_update_period == 0:
         session.run(network.update_target)
     if updates % config.summary_every_updates == 0:
         summary = tf1.Summary()
         for tag, value in (("dqn/loss", loss), ("dqn/target_mean", mean_target),
                            ("dqn/td_error_mean", float(np.mean(td_errors))), ("dqn/beta", beta),
-                           ("replay/size", len(memory))) + ((("dqn/epsilon", epsilon),) if epsilon is not None else ()):
+                           ("replay/size", len(memory))) + tuple(curiosity_values.items()) + (
+                              (("dqn/epsilon", epsilon),) if epsilon is not None else ()):
             summary.value.add(tag=tag, simple_value=value)
         writer.add_summary(summary, step)
 
@@ -216,7 +258,7 @@ class LocalRun:
     replay ratio; evaluations, checkpoints, episode CSV, TensorBoard and a progress bar."""
 
     def __init__(self, log_dir, env_id, config, make_env, head=None, eval_every=DEFAULT_EVAL_EVERY,
-                 eval_episodes=5, progress=True):
+                 eval_episodes=5, progress=True, unsup="none"):
         self.log_dir, self.env_id, self.config, self.make_env = log_dir, env_id, config, make_env
         self.eval_every, self.eval_episodes, self.progress = eval_every, eval_episodes, progress
         self.envs = [make_env() for _ in range(config.envs_per_worker)]
@@ -226,9 +268,11 @@ class LocalRun:
         tf1.set_random_seed(config.seed)
         np.random.seed(config.seed)  # model.py draws some initial weights with numpy
         self.network = DQN(space.shape, self.envs[0].action_space.n, config, self.head, self.dtype)
+        self.curious = None if unsup == "none" else Curious(unsup, space.shape, self.envs[0].action_space.n, config,
+                                                            self.head, self.dtype)
         self.memory = replay.PrioritizedReplay(config.replay_capacity, space.shape, self.dtype,
                                                config.priority_alpha, uniform=not config.prioritized,
-                                               seed=config.seed)
+                                               seed=config.seed, one_step=self.curious is not None)
         self.rng = np.random.default_rng(config.seed)
         self.saver = tf1.train.Saver(max_to_keep=3)
         self.train_dir = logdir.checkpoints_dir(log_dir)
@@ -280,6 +324,7 @@ class LocalRun:
         step = int(session.run(network.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
         acting = Acting(self.envs, config, self.dtype, config.seed)
+        bonus = None if self.curious is None else functools.partial(self.curious.rewards, session)
         recent, done_updates, last_eval = [], 0, None
         updates_before = int(session.run(network.updates))  # the checkpoint's; train ops count on from it
         evaluations = evaluation_count(self.log_dir)
@@ -294,16 +339,17 @@ class LocalRun:
                     raise KeyboardInterrupt
                 epsilon = epsilon_at(step, config)
                 actions, _ = network.act(session, acting.stored_observations(), epsilon, self.rng)
-                transitions, finished = acting.step(actions)
+                transitions, finished = acting.step(actions, bonus)
                 for stats in finished:
                     episodes(stats)
                     recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
                 if transitions:
-                    self.memory.add(*transitions)
+                    self.memory.add(*transitions[:5], following=transitions.following)
                 step += len(self.envs)
                 for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
                     done_updates += 1
-                    learn_step(network, self.memory, session, step, writer, updates_before + done_updates, epsilon)
+                    learn_step(network, self.memory, session, step, writer, updates_before + done_updates, epsilon,
+                               self.curious)
                 if step >= next_eval or step >= config.max_global_steps:
                     score = self.evaluate(session, interrupt)
                     if score is None:
@@ -347,7 +393,7 @@ def run_local(args):
     finally:
         probe.close()
     run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
-                   args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes)
+                   args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup)
     with tf1.Session() as session:
         last = run.run(session, worker.check_checkpoint)
     print(f"run over: step {config.max_global_steps:,}; last evaluation {last:.1f} "

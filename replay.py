@@ -9,8 +9,8 @@ Pure numpy, no TensorFlow: the actors build transitions with `NStepBuffer`, the 
 
 Why not a library: cpprb, the fast C++ replay, has wheels for Python 3.11 and 3.12 but none for 3.13 (its 11.0.0,
 checked with pip download --only-binary), where every install would compile it; dm-reverb has no release for
-current TensorFlow or Python 3.12+. The tree below is vectorised: a batch of updates or of searches is one numpy operation per level
-of the tree, not a Python loop per item.
+current TensorFlow or Python 3.12+. The tree below is vectorised: a batch of updates or of searches is a few numpy
+operations per level of the tree, not a Python loop per item.
 """
 import collections
 
@@ -18,24 +18,31 @@ import numpy as np
 
 
 class SumTree:
-    """Non-negative priorities of `capacity` slots in a complete binary tree whose every node holds the sum of its
-    two children: a total in O(1), a batch of updates and a batch of prefix-sum searches in O(batch x log capacity).
-    Node 1 is the root; the leaves are nodes `leaves` .. `leaves + capacity - 1`."""
+    """Non-negative priorities of `capacity` slots in a complete tree of `fanout` children per node, whose every node
+    holds the sum of its children: a total in O(1), a batch of updates and a batch of prefix-sum searches in
+    O(batch x fanout x log_fanout capacity). `levels[0]` is the root, `levels[-1]` the leaves (padded with zeros).
 
-    def __init__(self, capacity):
+    Why 16 children and not 2: with 1M slots a binary tree is 20 levels of scattered reads per search and per
+    update, each read a cache miss once TensorFlow has trained on a batch; 16 children make it 5 levels, each read
+    a contiguous row of 16 sums (benchmarks/replay_speed.py measures the learner with both, docs/dqn.md)."""
+
+    def __init__(self, capacity, fanout=16):
         if capacity < 1:
             raise ValueError(f"a sum tree needs a capacity of at least 1, got {capacity}")
-        self.capacity = capacity
-        self.leaves = 1 << max(capacity - 1, 0).bit_length()  # the first power of two >= capacity
-        self.depth = self.leaves.bit_length() - 1
-        self.nodes = np.zeros(2 * self.leaves, np.float64)
+        if fanout < 2:
+            raise ValueError(f"a tree needs at least 2 children per node, got {fanout}")
+        self.capacity, self.fanout = capacity, fanout
+        self.depth = 0
+        while fanout ** self.depth < capacity:
+            self.depth += 1
+        self.levels = [np.zeros(fanout ** level, np.float64) for level in range(self.depth + 1)]
 
     @property
     def total(self):
-        return float(self.nodes[1])
+        return float(self.levels[0][0])
 
     def get(self, slots):
-        return self.nodes[self.leaves + np.asarray(slots)]
+        return self.levels[-1][np.asarray(slots)]
 
     def update(self, slots, priorities):
         """Set the priorities of `slots`; where a slot comes twice, its last priority holds."""
@@ -52,26 +59,30 @@ class SumTree:
         order = np.argsort(slots, kind="stable")
         slots, priorities = slots[order], priorities[order]
         last = np.append(slots[1:] != slots[:-1], True)
-        nodes = slots[last] + self.leaves
-        self.nodes[nodes] = priorities[last]
-        for _ in range(self.depth):  # sorted nodes stay sorted when halved: equal neighbours are the repeats
-            nodes = nodes // 2
+        nodes = slots[last]
+        self.levels[-1][nodes] = priorities[last]
+        for level in range(self.depth - 1, -1, -1):  # sorted nodes stay sorted when divided: repeats are neighbours
+            nodes = nodes // self.fanout
             nodes = nodes[np.append(True, nodes[1:] != nodes[:-1])]
-            self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
+            # each parent summed again from its children, so no rounding error builds up over updates
+            self.levels[level][nodes] = self.levels[level + 1].reshape(-1, self.fanout)[nodes].sum(axis=1)
 
     def find(self, targets):
         """For each target in [0, total), the slot whose range of the prefix sums holds it: slot i is found with
         probability priority_i / total when targets are uniform on [0, total). Never a slot of priority 0."""
         targets = np.array(targets, np.float64)
-        nodes = np.ones(len(targets), np.int64)
-        for _ in range(self.depth):
-            left = 2 * nodes
-            left_sum, right_sum = self.nodes[left], self.nodes[left + 1]
-            # float rounding can leave a target at or past the left sum with nothing on the right: stay left then
-            go_right = (targets >= left_sum) & (right_sum > 0)
-            targets = np.where(go_right, targets - left_sum, targets)
-            nodes = left + go_right
-        return nodes - self.leaves
+        nodes = np.zeros(len(targets), np.int64)
+        rows = np.arange(len(targets))
+        for level in range(1, self.depth + 1):
+            children = self.levels[level].reshape(-1, self.fanout)[nodes]  # [B, fanout]
+            sums = np.cumsum(children, axis=1)
+            chosen = (sums <= targets[:, None]).sum(axis=1)  # the first child whose prefix sum passes the target
+            # float rounding can leave a target at or past the last sum: take the last child with a priority then
+            last_positive = self.fanout - 1 - np.argmax(children[:, ::-1] > 0, axis=1)
+            chosen = np.minimum(chosen, last_positive)
+            targets = targets - (sums[rows, chosen] - children[rows, chosen])
+            nodes = nodes * self.fanout + chosen
+        return nodes
 
 
 def beta_at(step, total_steps, start=0.4, end=1.0):
@@ -86,19 +97,21 @@ class PrioritizedReplay:
     no tree at all, the baseline that prioritization is measured against). New transitions get the largest priority
     seen so far, so each is replayed at least once soon; priorities come from the learner's TD errors."""
 
-    FIELDS = ("observations", "actions", "returns", "discounts", "next_observations")
-
     def __init__(self, capacity, observation_shape, observation_dtype=np.uint8, alpha=0.6, epsilon=1e-6,
-                 uniform=False, seed=0):
+                 uniform=False, seed=0, fanout=16, one_step=False):
+        """`one_step`: keep each transition's s_t+1 too (`following`), for a curiosity bonus to train on."""
         if capacity < 1:
             raise ValueError(f"a replay needs a capacity of at least 1, got {capacity}")
         self.capacity, self.alpha, self.epsilon, self.uniform = capacity, alpha, epsilon, uniform
         self.observations = np.zeros((capacity, *observation_shape), observation_dtype)
         self.next_observations = np.zeros((capacity, *observation_shape), observation_dtype)
+        self.following = np.zeros((capacity, *observation_shape), observation_dtype) if one_step else None
+        self.fields = ("observations", "actions", "returns", "discounts", "next_observations") + (
+            ("following",) if one_step else ())
         self.actions = np.zeros(capacity, np.int64)
         self.returns = np.zeros(capacity, np.float32)
         self.discounts = np.zeros(capacity, np.float32)
-        self.tree = None if uniform else SumTree(capacity)
+        self.tree = None if uniform else SumTree(capacity, fanout)
         self.max_priority = 1.0
         self.size = 0
         self.cursor = 0  # the slot the next transition goes to
@@ -109,9 +122,9 @@ class PrioritizedReplay:
     def __len__(self):
         return self.size
 
-    def add(self, observations, actions, returns, discounts, next_observations, priorities=None):
+    def add(self, observations, actions, returns, discounts, next_observations, priorities=None, following=None):
         """Append a batch (the oldest transitions make room); `priorities`: the actors' |TD errors|, or None for
-        the largest priority seen so far. The slots written."""
+        the largest priority seen so far; `following`: their s_t+1, kept with `one_step`. The slots written."""
         count = len(actions)
         if count > self.capacity:
             raise ValueError(f"a batch of {count} transitions does not fit a replay of {self.capacity}")
@@ -121,6 +134,10 @@ class PrioritizedReplay:
         self.actions[slots] = actions
         self.returns[slots] = returns
         self.discounts[slots] = discounts
+        if self.following is not None:
+            if following is None:
+                raise ValueError("this replay keeps s_t+1 (one_step): give `following`")
+            self.following[slots] = following
         if self.tree is not None:
             if priorities is None:
                 scaled = np.full(count, self.max_priority ** self.alpha)
@@ -151,7 +168,7 @@ class PrioritizedReplay:
             weights = (self.size * probabilities) ** -beta
             weights = (weights / weights.max()).astype(np.float32)
         self.sampled += batch_size
-        return slots, {field: getattr(self, field)[slots] for field in self.FIELDS}, weights
+        return slots, {field: getattr(self, field)[slots] for field in self.fields}, weights
 
     def update_priorities(self, slots, errors):
         """New priorities from the learner's TD errors of the sampled `slots`."""
@@ -168,7 +185,9 @@ class PrioritizedReplay:
         return self.tree.get(np.arange(self.size)) / self.tree.total
 
 
-Transition = collections.namedtuple("Transition", "observation action n_step_return discount next_observation")
+# `following`: the observation one step on, s_t+1, which a curiosity bonus trains on beside the n-step transition
+Transition = collections.namedtuple("Transition", "observation action n_step_return discount next_observation "
+                                                  "following")
 
 
 class NStepBuffer:
@@ -187,7 +206,7 @@ class NStepBuffer:
 
     def add(self, observation, action, reward, next_observation, terminated=False, truncated=False):
         """The transitions this step completes (none, one, or all that were held at an episode's end)."""
-        self.steps.append((observation, action, float(reward)))
+        self.steps.append((observation, action, float(reward), next_observation))
         done = terminated or truncated
         if len(self.steps) < self.n and not done:
             return []
@@ -198,11 +217,11 @@ class NStepBuffer:
         return out
 
     def _transition(self, next_observation, terminated):
-        observation, action, _ = self.steps[0]
-        rewards = [reward for _, _, reward in self.steps]
+        observation, action, _, following = self.steps[0]
+        rewards = [reward for _, _, reward, _ in self.steps]
         n_step_return = sum(self.gamma ** k * reward for k, reward in enumerate(rewards))
         discount = 0.0 if terminated else self.gamma ** len(rewards)
-        return Transition(observation, action, n_step_return, discount, next_observation)
+        return Transition(observation, action, n_step_return, discount, next_observation, following)
 
     def clear(self):
         self.steps.clear()

@@ -349,8 +349,11 @@ def check_args(args):
         if has_cluster(args):
             raise LaunchError("--algo dqn runs on one machine for now: its learner and --num-workers actors (or one "
                               "process with --num-workers 0), without --cluster")
-        if args.unsup != "none":
-            raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is not built yet")
+        if args.unsup not in ("none", "action"):
+            raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is the ICM (--unsup action) "
+                              f"so far")
+        if args.unsup != "none" and args.num_workers != 0:
+            raise LaunchError("--algo dqn with curiosity runs in one process so far: give --num-workers 0")
         if args.num_workers == 0:
             return
     elif args.num_workers == 0:

@@ -25,8 +25,8 @@ import logdir  # noqa: E402
 import replay  # noqa: E402
 
 
-def filled_replay(capacity, shape, dtype, uniform, seed=0):
-    memory = replay.PrioritizedReplay(capacity, shape, dtype, uniform=uniform, seed=seed)
+def filled_replay(capacity, shape, dtype, uniform, seed=0, fanout=16):
+    memory = replay.PrioritizedReplay(capacity, shape, dtype, uniform=uniform, seed=seed, fanout=fanout)
     rng = np.random.default_rng(seed)
     chunk = 100_000
     for start in range(0, capacity, chunk):
@@ -54,6 +54,7 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=20.0, help="per measurement")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--image", action="store_true", help="84x84x1 uint8 frames and the Nature CNN")
+    parser.add_argument("--fanout", type=int, default=16, help="children per node of the sum tree (2: binary)")
     parser.add_argument("--out", help="JSON of every measurement")
     args = parser.parse_args(argv)
     if min(args.capacity, args.batch_size, args.pairs) < 1 or args.seconds <= 0 or args.batch_size > args.capacity:
@@ -65,7 +66,7 @@ def main(argv=None):
     config = constants.config_from_overrides([f"batch_size={args.batch_size}", "learning_starts="
                                               f"{args.batch_size}"], "dqn" if args.image else "dqn_classic")
     network = dqn.DQN(shape, 2, config, head, dtype)
-    memories = {kind: filled_replay(args.capacity, shape, dtype, uniform=kind == "uniform")
+    memories = {kind: filled_replay(args.capacity, shape, dtype, uniform=kind == "uniform", fanout=args.fanout)
                 for kind in ("uniform", "prioritized")}
     results = {"uniform": {"updates": [], "replay_only": []}, "prioritized": {"updates": [], "replay_only": []}}
     with tf1.Session() as session:
@@ -91,7 +92,7 @@ def main(argv=None):
     print(f"prioritized / uniform updates/s per pair: {', '.join(f'{r:.2f}' for r in ratios)} "
           f"(median {np.median(ratios):.2f})")
     if args.out:
-        record = {"argv": sys.argv, "machine": f"{platform.node()}, {os.cpu_count()} cores",
+        record = {"argv": sys.argv, "fanout": args.fanout, "machine": f"{platform.node()}, {os.cpu_count()} cores",
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results, "ratios": ratios}
         logdir.write_json_atomically(args.out, record)
     return 0

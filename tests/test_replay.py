@@ -11,18 +11,20 @@ def brute_force_find(priorities, targets):
     return np.searchsorted(np.cumsum(priorities), targets, side="right")
 
 
-def test_the_sum_tree_finds_what_a_prefix_sum_search_finds_and_keeps_every_sum():
+@pytest.mark.parametrize("fanout", [2, 3, 16])
+def test_the_sum_tree_finds_what_a_prefix_sum_search_finds_and_keeps_every_sum(fanout):
     rng = np.random.default_rng(0)
-    priorities = rng.random(37) * (rng.random(37) > 0.3)  # not a power of two; some slots at 0
-    tree = replay.SumTree(37)
+    priorities = rng.random(37) * (rng.random(37) > 0.3)  # not a power of the fanout; some slots at 0
+    tree = replay.SumTree(37, fanout)
     tree.update(np.arange(37), priorities)
     assert tree.total == pytest.approx(priorities.sum())
     targets = rng.random(10_000) * priorities.sum()
     found = tree.find(targets)
     assert np.array_equal(found, brute_force_find(priorities, targets))
     assert priorities[found].min() > 0, "a slot of priority 0 is never found"
-    for node in range(1, tree.leaves):  # every inner node is the sum of its children
-        assert tree.nodes[node] == pytest.approx(tree.nodes[2 * node] + tree.nodes[2 * node + 1])
+    for parents, children in zip(tree.levels, tree.levels[1:]):  # every inner node is the sum of its children
+        assert np.allclose(parents, children.reshape(-1, fanout).sum(axis=1))
+    assert tree.find([np.nextafter(tree.total, np.inf) * 2])[0] == np.flatnonzero(priorities)[-1]  # past the end
 
 
 def test_sampling_frequencies_follow_the_priorities():
@@ -40,13 +42,13 @@ def test_sampling_frequencies_follow_the_priorities():
 
 def test_a_batch_of_updates_is_the_same_as_one_at_a_time_and_a_repeated_slot_keeps_its_last():
     rng = np.random.default_rng(2)
-    batched, one_by_one = replay.SumTree(100), replay.SumTree(100)
+    batched, one_by_one = replay.SumTree(100, fanout=4), replay.SumTree(100, fanout=4)
     slots = rng.integers(0, 100, 300)  # many repeats
     priorities = rng.random(300)
     batched.update(slots, priorities)
     for slot, priority in zip(slots, priorities):
         one_by_one.update([slot], [priority])
-    assert np.allclose(batched.nodes, one_by_one.nodes)
+    assert all(np.allclose(mine, theirs) for mine, theirs in zip(batched.levels, one_by_one.levels))
     last = {int(slot): priority for slot, priority in zip(slots, priorities)}
     assert np.allclose(batched.get(list(last)), list(last.values()))
     with pytest.raises(IndexError):
@@ -100,6 +102,8 @@ def n_step_transitions(n, gamma, rewards, terminated, truncated):
     for t, reward in enumerate(rewards):
         last = t == len(rewards) - 1
         out += buffer.add(f"s{t}", t % 2, reward, f"s{t + 1}", terminated and last, truncated and last)
+    for t in out:  # each keeps its s_t+1, one step on, whatever n
+        assert t.following == f"s{int(t.observation[1:]) + 1}", t
     return [(t.observation, t.action, t.n_step_return, t.discount, t.next_observation) for t in out]
 
 
@@ -132,3 +136,13 @@ def test_apex_exploration_runs_from_point_four_down_to_point_four_to_the_eighth(
     assert epsilons[0] == pytest.approx(0.4) and epsilons[-1] == pytest.approx(0.4 ** 8)
     assert epsilons[1] == pytest.approx(0.4 ** 2) and all(a > b for a, b in zip(epsilons, epsilons[1:]))
     assert replay.apex_epsilons(1) == [0.4]
+
+
+def test_a_one_step_replay_keeps_each_transitions_next_observation_and_asks_for_it():
+    memory = replay.PrioritizedReplay(4, (1,), np.float32, one_step=True)
+    memory.add(np.zeros((2, 1)), [0, 1], [0.0, 0.0], [1.0, 1.0], np.full((2, 1), 3.0), following=[[1.0], [2.0]])
+    _, batch, _ = memory.sample(16)
+    assert np.array_equal(batch["following"][:, 0], batch["actions"] + 1.0)
+    with pytest.raises(ValueError, match="following"):
+        memory.add(np.zeros((1, 1)), [0], [0.0], [1.0], np.zeros((1, 1)))
+    assert "following" not in replay.PrioritizedReplay(4, (1,), np.float32).fields
