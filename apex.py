@@ -16,6 +16,7 @@ so that the queue op in every process's graph is the one queue, as DeepMind's TF
 restarted learner restores the last checkpoint, not the replay: it refills to learning_starts before training
 again, and the transitions in the queue die with the process. A restarted actor loses its unsent transitions.
 """
+import functools
 import logging
 import time
 
@@ -23,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 import cluster as roles
+import curiosity
 import dqn
 import replay
 from sessions import Timings
@@ -41,24 +43,26 @@ ACTOR_SCOPE = "actor"  # an actor's own copy of the online network, on its own d
 
 
 class ApeXGraph:
-    """What the learner and every actor build alike (between-graph replication): the DQN and the queue on the
-    learner's device; on an actor's device (`actor_device`), its copy of the online network and the op that
-    fetches the weights into it."""
+    """What the learner and every actor build alike (between-graph replication): the DQN, the curiosity's ICM
+    (`unsup`) and the queue on the learner's device; on an actor's device (`actor_device`), its copies of the online
+    network and of the ICM, and the op that fetches the weights into them."""
 
-    def __init__(self, observation_space, num_actions, config, head, learner_device, actor_device=None):
+    def __init__(self, observation_space, num_actions, config, head, learner_device, actor_device=None,
+                 unsup="none"):
         shape, self.dtype = observation_space.shape, dqn.stored_dtype(observation_space)
         with tf1.device(learner_device):
             self.network = dqn.DQN(shape, num_actions, config, head, self.dtype)
+            self.curious = None if unsup == "none" else dqn.Curious(unsup, shape, num_actions, config, head,
+                                                                    self.dtype)
             frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
-            self.queue = tf1.FIFOQueue(QUEUE_CAPACITY, [frames, tf.int64, tf.float32, tf.float32, frames,
-                                                        tf.float32], shapes=[shape, [], [], [], shape, []],
-                                       shared_name=QUEUE_NAME, name="transitions")
-            self.sent = [dqn.observation_placeholder(shape, self.dtype, "sent_observations"),
-                         tf1.placeholder(tf.int64, [None], "sent_actions"),
-                         tf1.placeholder(tf.float32, [None], "sent_returns"),
-                         tf1.placeholder(tf.float32, [None], "sent_discounts"),
-                         dqn.observation_placeholder(shape, self.dtype, "sent_next_observations"),
-                         tf1.placeholder(tf.float32, [None], "sent_priorities")]
+            # the transition's columns (replay.Transition's, s_t+1 only for the curiosity), then its priority
+            self.columns = 6 if self.curious else 5
+            dtypes = [frames, tf.int64, tf.float32, tf.float32, frames, frames][:self.columns] + [tf.float32]
+            shapes = [shape, [], [], [], shape, shape][:self.columns] + [[]]
+            self.queue = tf1.FIFOQueue(QUEUE_CAPACITY, dtypes, shapes=shapes, shared_name=QUEUE_NAME,
+                                       name="transitions")
+            self.sent = [tf1.placeholder(dtype, [None, *each], f"sent_{index}")
+                         for index, (dtype, each) in enumerate(zip(dtypes, shapes))]
             self.steps = tf1.placeholder(tf.int64, [], "steps")
             with tf.control_dependencies([self.queue.enqueue_many(self.sent)]):
                 self.send = self.network.global_step.assign_add(self.steps)  # the environment steps, counted
@@ -69,9 +73,15 @@ class ApeXGraph:
             with tf1.device(actor_device):
                 self.observations = dqn.observation_placeholder(shape, self.dtype, "actor_observations")
                 self.q_values = dqn.q_network(self.observations, ACTOR_SCOPE, num_actions, config, head)
-                self.actor_variables = tf1.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES, ACTOR_SCOPE)
-                self.sync = tf.group(*[mine.assign(online) for online, mine in
-                                       zip(self.network.online_variables, self.actor_variables)])
+                pairs = list(zip(self.network.online_variables,
+                                 tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")))
+                if self.curious is not None:
+                    with tf1.variable_scope(ACTOR_SCOPE + "_curiosity"):
+                        self.bonus = curiosity.build(unsup, shape, num_actions, head)
+                    pairs += zip(self.curious.module.var_list, self.bonus.var_list)
+                self.actor_variables = [variable for variable in tf1.global_variables()
+                                        if variable not in self.shared_variables]
+                self.sync = tf.group(*[mine.assign(theirs) for theirs, mine in pairs])
 
 
 def initial_priorities(q_values, count, actions, returns, discounts):
@@ -101,12 +111,14 @@ class Actor:
         graph = self.graph
         session.run(graph.sync)
         since_sync = 0
+        bonus = None if graph.curious is None else functools.partial(graph.curious.rewards, session,
+                                                                     module=graph.bonus)  # by its copy of the ICM
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             with self.timings.phase("act"):
                 q_values = session.run(graph.q_values, {graph.observations: self.acting.stored_observations()})
             actions = dqn.epsilon_greedy(q_values, self.epsilons, self.rng)
             with self.timings.phase("env"):
-                transitions, finished = self.acting.step(actions)
+                transitions, finished = self.acting.step(actions, bonus)
             for stats in finished:
                 episode_logger(stats)
             if transitions is not None:
@@ -126,12 +138,10 @@ class Actor:
         global step, in one session.run (it waits while the queue is full)."""
         graph = self.graph
         if self.pending:
-            columns = [np.concatenate(column) for column in list(zip(*self.pending))[:5]]  # s_t+1 stays here
+            columns = [np.concatenate(column) for column in list(zip(*self.pending))[:graph.columns]]
         else:
-            columns = [np.zeros((0, *graph.sent[0].shape[1:]), graph.dtype), np.zeros(0, np.int64),
-                       np.zeros(0, np.float32), np.zeros(0, np.float32),
-                       np.zeros((0, *graph.sent[0].shape[1:]), graph.dtype)]
-        observations, actions, returns, discounts, next_observations = columns
+            columns = [np.zeros((0, *sent.shape[1:]), sent.dtype.as_numpy_dtype) for sent in graph.sent[:-1]]
+        observations, actions, returns, discounts, next_observations = columns[:5]
         count = len(actions)
         priorities = np.zeros(0, np.float32)
         if count:
@@ -172,7 +182,7 @@ class Learner:
                 with self.timings.phase("train"):
                     self.updates += 1
                     dqn.learn_step(self.graph.network, self.memory, session, self.last_global_step, self.writer,
-                                   self.updates_before + self.updates)
+                                   self.updates_before + self.updates, curious=self.graph.curious)
             elif not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS)
             heartbeat.beat(self, 0, details=self.status())
@@ -184,7 +194,8 @@ class Learner:
         self.last_global_step = int(step)
         count = len(received[1])
         if count:
-            self.memory.add(*received[:5], priorities=received[5])
+            self.memory.add(*received[:5], priorities=received[-1],
+                            following=received[5] if self.graph.curious else None)
             self.steps_trained += count
         return count
 

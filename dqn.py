@@ -218,12 +218,14 @@ class Curious:
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
         self.summaries = self.module.summaries()
 
-    def feed(self, observations, following, actions):
-        return self.module.feed(from_stored(observations, self.dtype), from_stored(following, self.dtype), actions)
+    def feed(self, observations, following, actions, module=None):
+        module = module or self.module
+        return module.feed(from_stored(observations, self.dtype), from_stored(following, self.dtype), actions)
 
-    def rewards(self, session, observations, following, actions):
-        """[K] the curiosity rewards of K steps."""
-        return self.beta * session.run(self.module.bonus_per_step, self.feed(observations, following, actions))
+    def rewards(self, session, observations, following, actions, module=None):
+        """[K] the curiosity rewards of K steps, by this ICM or by `module`, a copy of it (an Ape-X actor's)."""
+        module = module or self.module
+        return self.beta * session.run(module.bonus_per_step, self.feed(observations, following, actions, module))
 
     def train(self, session, batch):
         """One step of the predictor on a replayed batch; its summaries' values."""

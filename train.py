@@ -352,8 +352,6 @@ def check_args(args):
         if args.unsup not in ("none", "action"):
             raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is the ICM (--unsup action) "
                               f"so far")
-        if args.unsup != "none" and args.num_workers != 0:
-            raise LaunchError("--algo dqn with curiosity runs in one process so far: give --num-workers 0")
         if args.num_workers == 0:
             return
     elif args.num_workers == 0:

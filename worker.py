@@ -398,7 +398,7 @@ def run_apex(args):
     np.random.seed(config.seed + task)  # model.py draws some initial weights with numpy
     try:
         head = model.choose_head(space.shape, args.design_head)
-        graph = apex.ApeXGraph(space, num_actions, config, head, *apex.devices(job, task))
+        graph = apex.ApeXGraph(space, num_actions, config, head, *apex.devices(job, task), unsup=args.unsup)
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
     train_dir = logdir.checkpoints_dir(args.log_dir)
@@ -430,7 +430,8 @@ def run_apex(args):
         with supervisor.managed_session(server.target, config=session_config) as session:
             stop_flag.training = True
             if is_learner:
-                trainer = apex.Learner(graph, config, apex_replay(config, space, graph.dtype), summary_writer)
+                memory = apex_replay(config, space, graph.dtype, one_step=graph.curious is not None)
+                trainer = apex.Learner(graph, config, memory, summary_writer)
                 trainer.run(session, stop_flag, heartbeat)
                 heartbeat.beat(trainer, 0, state="stopping", force=True, details=trainer.status())
                 saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
@@ -457,11 +458,11 @@ def run_apex(args):
     logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)
 
 
-def apex_replay(config, space, dtype):
+def apex_replay(config, space, dtype, one_step):
     import replay
 
     return replay.PrioritizedReplay(config.replay_capacity, space.shape, dtype, config.priority_alpha,
-                                    uniform=not config.prioritized, seed=config.seed)
+                                    uniform=not config.prioritized, seed=config.seed, one_step=one_step)
 
 
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,

@@ -220,6 +220,24 @@ def test_dqn_with_the_icm_trains_its_predictor_on_replayed_batches(tmp_path):
     assert open(log_dir / "rewards.txt").read().splitlines()[-1].split()[2] == "1.0"
 
 
+def test_apex_actors_add_the_icm_bonus_with_their_copy_and_the_learner_trains_it(tmp_path):
+    import tensorflow as tf
+
+    from test_distributed import free_exp_id
+
+    log_dir = tmp_path / "run"
+    result = train_py(*CORRIDOR, "--unsup", "action", "--num-workers", "2", "--mode", "child", "--no-tensorboard",
+                      "--log-dir", str(log_dir), "--expId", str(free_exp_id(2, 490)), "--set", "max_global_steps=2000")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [row for actor in (0, 1) for row in csv.DictReader(open(log_dir / f"episodes_{actor}.csv"))]
+    assert sum(float(row["bonus"]) for row in rows) > 0
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    names = [name for name, _ in tf.train.list_variables(latest)]
+    assert any(name.startswith("curiosity/") for name in names), names  # the learner's ICM, checkpointed
+    assert not any(name.startswith("actor") for name in names), "an actor's copies are not checkpointed"
+    assert json.load(open(log_dir / "status_learner.json"))["updates"] > 100
+
+
 def read_lines(path):
     return open(path).read().splitlines() if os.path.exists(path) else []
 
@@ -227,7 +245,6 @@ def read_lines(path):
 @pytest.mark.parametrize("flags, message", [
     (["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], "--algo dqn runs on one machine for now"),
     (["--num-workers", "0", "--unsup", "rnd"], "curiosity with DQN is the ICM (--unsup action) so far"),
-    (["--num-workers", "2", "--unsup", "action"], "--algo dqn with curiosity runs in one process so far"),
 ])
 def test_what_dqn_cannot_do_yet_is_one_line(flags, message, tmp_path):
     result = train_py("--algo", "dqn", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), *flags)
