@@ -34,11 +34,12 @@ logger = logging.getLogger("apex")
 
 QUEUE_CAPACITY = 1024  # transitions the queue holds before an actor's send waits (84x84x4 frames: about 58 MB)
 QUEUE_NAME = "apex_transitions"  # the shared_name: one queue for every process's graph
+MAX_ACTORS = 1024  # the tokens the finished actors' queue holds
 RECEIVE_MAX = 1024  # transitions the learner takes from the queue at once
 RECEIVE_IDLE_SECS = 0.005  # the learner's pause when the queue was empty and no update was due
 SEND_EVERY = 50  # steps an actor plays between sends (Ape-X's local buffer: 50 transitions per actor)
 SYNC_EVERY = 400  # steps an actor plays between weight fetches (Ape-X: every 400 frames)
-FINISH_GRACE_SECS = 10.0  # the learner serves this long after max_global_steps, so actors learn it and finish
+FINISH_GRACE_SECS = 30.0  # after max_global_steps the learner serves until every actor has finished, this long at most
 ACTOR_SCOPE = "actor"  # an actor's own copy of the online network, on its own device
 
 
@@ -67,6 +68,12 @@ class ApeXGraph:
             with tf.control_dependencies([self.queue.enqueue_many(self.sent)]):
                 self.send = self.network.global_step.assign_add(self.steps)  # the environment steps, counted
             self.received = self.queue.dequeue_many(tf.minimum(self.queue.size(), RECEIVE_MAX))
+            # a token from each actor that has seen the end of the run: a queue needs no initialising and is not
+            # checkpointed, so a restarted learner counts afresh
+            finished = tf1.FIFOQueue(MAX_ACTORS, [tf.int32], shapes=[[]], shared_name=QUEUE_NAME + "_finished",
+                                     name="finished_actors")
+            self.finish = finished.enqueue(0)
+            self.finished_actors = finished.size()
         self.shared_variables = tf1.global_variables()  # the learner's: checkpointed; the actors wait for them
         self.actor_variables = []
         if actor_device is not None:
@@ -173,7 +180,7 @@ class Learner:
 
     def run(self, session, stop_flag, heartbeat):
         """Receive and train until the global step reaches max_global_steps or a stop is asked; then serve the
-        actors FINISH_GRACE_SECS more, so that each learns the run is over and finishes by itself."""
+        actors until each has learnt that the run is over and finished by itself (finish)."""
         self.updates_before = int(session.run(self.graph.network.updates))
         self.receive(session)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
@@ -199,10 +206,11 @@ class Learner:
             self.steps_trained += count
         return count
 
-    def finish(self, session):
-        """Keep draining the queue a while, so that the actors' last sends do not wait on a full one."""
+    def finish(self, session, actors):
+        """Keep draining the queue until the `actors` have finished (FINISH_GRACE_SECS at most), so that no
+        actor's last send waits on a full queue, or on a learner that is gone."""
         deadline = time.time() + FINISH_GRACE_SECS
-        while time.time() < deadline:
+        while time.time() < deadline and session.run(self.graph.finished_actors) < actors:
             if not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS * 20)
 

@@ -300,7 +300,7 @@ class Supervisor:
             member.process, member.recycling, member.due = None, False, now
             member.restarts += 1
             member.last_reason = f"restarted with {server.name}"
-            logger.warning("%s: started again with %s, whose variables it had lost", member.name, server)
+            logger.warning("%s: started again with %s, whose variables it had lost", member.name, server.name)
 
     def _out(self, member):
         return logdir.output(self.log_dir, member.name)

@@ -437,13 +437,15 @@ def run_apex(args):
                 saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
                 logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)
                 if not stop_flag.stop:
-                    trainer.finish(session)
+                    trainer.finish(session, len(spec[roles.ACTOR.job]))
             else:
                 trainer = apex.Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
                 episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
                 try:
                     trainer.run(session, stop_flag, heartbeat, episode_logger)
                     trainer.send(session)
+                    if not stop_flag.stop:
+                        session.run(graph.finish)  # the learner may go
                 finally:
                     episode_logger.close()
                 episodes = episode_logger.episodes
