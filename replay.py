@@ -76,10 +76,10 @@ class SumTree:
         for level in range(1, self.depth + 1):
             children = self.levels[level].reshape(-1, self.fanout)[nodes]  # [B, fanout]
             sums = np.cumsum(children, axis=1)
-            chosen = (sums <= targets[:, None]).sum(axis=1)  # the first child whose prefix sum passes the target
-            # float rounding can leave a target at or past the last sum: take the last child with a priority then
-            last_positive = self.fanout - 1 - np.argmax(children[:, ::-1] > 0, axis=1)
-            chosen = np.minimum(chosen, last_positive)
+            chosen = np.count_nonzero(sums <= targets[:, None], axis=1)  # the first child whose sum passes it
+            over = np.flatnonzero(chosen == self.fanout)
+            if len(over):  # float rounding left a target at or past the last sum: the last child with a priority
+                chosen[over] = self.fanout - 1 - np.argmax(children[over, ::-1] > 0, axis=1)
             targets = targets - (sums[rows, chosen] - children[rows, chosen])
             nodes = nodes * self.fanout + chosen
         return nodes
