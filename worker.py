@@ -434,8 +434,8 @@ def run_apex(args):
                 trainer = apex.Learner(graph, config, memory, summary_writer)
                 trainer.run(session, stop_flag, heartbeat)
                 heartbeat.beat(trainer, 0, state="stopping", force=True, details=trainer.status())
-                saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
-                logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)
+                saved = saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
+                logger.info("saved the final checkpoint %s", saved)  # named by the global step when saved
                 if not stop_flag.stop:
                     trainer.finish(session, len(spec[roles.ACTOR.job]))
             else:
