@@ -138,7 +138,7 @@ class Actor:
                 with self.timings.phase("sync"):
                     session.run(graph.sync)
                 since_sync = 0
-            heartbeat.beat(self, episode_logger.episodes, details=self.status())
+            heartbeat.beat(self, episode_logger.episodes)
 
     def send(self, session):
         """The pending transitions with their priorities into the learner's queue, and the steps played into the
@@ -192,7 +192,7 @@ class Learner:
                                    self.updates_before + self.updates, curious=self.graph.curious)
             elif not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS)
-            heartbeat.beat(self, 0, details=self.status())
+            heartbeat.beat(self, 0)
 
     def receive(self, session):
         """What the queue holds, into the replay; the number of transitions received."""

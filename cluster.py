@@ -39,7 +39,6 @@ ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
 JOBS = tuple(ROLES)
 # The chief initialises or restores the global variables, checkpoints them, and saves at the end.
 CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0)}
-CHIEF = CHIEFS["a3c"]
 NAMED_ALONE = (PS, LEARNER)  # task 0 of these is named by the prefix alone
 
 

@@ -167,12 +167,13 @@ class Acting:
         self.envs, self.config, self.dtype = envs, config, dtype
         for index, env in enumerate(envs):
             env.action_space.seed(seed + index)
-        self.observations = [env.reset(seed=seed + index)[0] for index, env in enumerate(envs)]
+        # each environment's observation as the replay stores it, converted once: the actor acts on these too
+        self.stored = list(to_stored([env.reset(seed=seed + index)[0] for index, env in enumerate(envs)], dtype))
         self.tallies = [EpisodeTally() for _ in envs]
         self.n_steps = [replay.NStepBuffer(config.n_step, config.gamma) for _ in envs]
 
     def stored_observations(self):
-        return to_stored(self.observations, self.dtype)
+        return np.asarray(self.stored)
 
     def step(self, actions, bonus=None):
         """Every environment steps once; (the transitions completed, as a replay.Transition of arrays, or None; the
@@ -182,7 +183,7 @@ class Acting:
         results = [env.step(int(action)) for env, action in zip(self.envs, actions)]
         following = to_stored([result[0] for result in results], self.dtype)
         bonuses = np.zeros(len(self.envs)) if bonus is None else bonus(stored, following, actions)
-        for k, (env, (next_observation, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
+        for k, (env, (_, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
             tally = self.tallies[k]
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
@@ -192,10 +193,10 @@ class Acting:
             transitions += self.n_steps[k].add(stored[k], int(actions[k]),
                                                reward * self.config.reward_scale + bonuses[k], following[k],
                                                terminated, truncated)
-            self.observations[k] = next_observation
+            self.stored[k] = following[k]
             if terminated or truncated:
                 finished.append(tally.stats(truncated=not terminated))
-                self.observations[k] = env.reset()[0]
+                self.stored[k] = to_stored([env.reset()[0]], self.dtype)[0]
                 self.tallies[k] = EpisodeTally()
         columns = replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
         return columns, finished

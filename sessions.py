@@ -208,8 +208,9 @@ class Heartbeat:
                        "max_global_steps": max_global_steps, "started": time.time()}
         self.last = None  # (time, steps trained) of the previous beat
 
-    def beat(self, trainer, episodes, state="training", force=False, details=None):
-        """`details`: what else the role has to show (the Ape-X learner's replay)."""
+    def beat(self, trainer, episodes, state="training", force=False):
+        """Rewrite the heartbeat (at most every HEARTBEAT_SECS unless forced), with what else the trainer has to
+        show from its `status()` where it has one (the Ape-X learner's replay)."""
         now = time.time()
         if not force and self.last is not None and now - self.last[0] < HEARTBEAT_SECS:
             return
@@ -218,5 +219,6 @@ class Heartbeat:
         self.record.update(time=now, state=state, global_step=trainer.last_global_step, updates=trainer.updates,
                            skipped_updates=trainer.skipped_updates,
                            steps_trained=trainer.steps_trained, steps_per_sec=rate, episodes=episodes,
-                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb(), **(details or {}))
+                           seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb(),
+                           **getattr(trainer, "status", dict)())
         logdir.write_json_atomically(self.path, self.record)

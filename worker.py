@@ -433,7 +433,7 @@ def run_apex(args):
                 memory = apex_replay(config, space, graph.dtype, one_step=graph.curious is not None)
                 trainer = apex.Learner(graph, config, memory, summary_writer)
                 trainer.run(session, stop_flag, heartbeat)
-                heartbeat.beat(trainer, 0, state="stopping", force=True, details=trainer.status())
+                heartbeat.beat(trainer, 0, state="stopping", force=True)
                 saved = saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
                 logger.info("saved the final checkpoint %s", saved)  # named by the global step when saved
                 if not stop_flag.stop:
@@ -449,7 +449,7 @@ def run_apex(args):
                 finally:
                     episode_logger.close()
                 episodes = episode_logger.episodes
-            heartbeat.beat(trainer, episodes, state="stopped", force=True, details=trainer.status())
+            heartbeat.beat(trainer, episodes, state="stopped", force=True)
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
         raise ClusterError(f"lost the learner at {args.learner_hosts} ({error.message.strip().splitlines()[0]}); "
                            f"relaunch the run to resume") from None
