@@ -16,7 +16,6 @@ so that the queue op in every process's graph is the one queue, as DeepMind's TF
 restarted learner restores the last checkpoint, not the replay: it refills to learning_starts before training
 again, and the transitions in the queue die with the process. A restarted actor loses its unsent transitions.
 """
-import functools
 import logging
 import time
 
@@ -85,7 +84,10 @@ class ApeXGraph:
                 if self.curious is not None:
                     with tf1.variable_scope(ACTOR_SCOPE + "_curiosity"):
                         self.bonus = curiosity.build(unsup, shape, num_actions, head)
-                    pairs += zip(self.curious.module.var_list, self.bonus.var_list)
+                    # the predictor, and the state of a bonus that has some (RND's target and statistics)
+                    pairs += zip(self.curious.module.var_list + list(self.curious.module.state_variables),
+                                 self.bonus.var_list + list(self.bonus.state_variables))
+                    self.curious.track(self.bonus)  # the steps it acts on merge into the learner's statistics
                 self.actor_variables = [variable for variable in tf1.global_variables()
                                         if variable not in self.shared_variables]
                 self.sync = tf.group(*[mine.assign(theirs) for theirs, mine in pairs])
@@ -102,10 +104,11 @@ class Actor:
     """One actor task: plays, computes its transitions' priorities, sends them, fetches the weights."""
 
     def __init__(self, graph, envs, config, task, num_actors):
-        self.graph, self.config = graph, config
+        self.graph, self.config, self.envs = graph, config, envs
         count = len(envs)
         self.epsilons = np.array(replay.apex_epsilons(num_actors * count)[task * count:(task + 1) * count])
-        self.acting = dqn.Acting(envs, config, graph.dtype, config.seed + task * count)
+        self.seed = config.seed + task * count
+        self.acting = None  # built in run, after the curiosity's warm-up has played the environments
         self.rng = np.random.default_rng(config.seed + task)
         self.pending = []  # transitions' columns not sent yet
         self.unsent_steps = 0
@@ -118,8 +121,12 @@ class Actor:
         graph = self.graph
         session.run(graph.sync)
         since_sync = 0
-        bonus = None if graph.curious is None else functools.partial(graph.curious.rewards, session,
-                                                                     module=graph.bonus)  # by its copy of the ICM
+        bonus = None
+        if graph.curious is not None:
+            graph.curious.warm_up(session, self.envs, graph.bonus)
+            session.run(graph.sync)  # the statistics just seeded, into the copy that acts
+            bonus = graph.curious.acting_bonus(session, len(self.envs), graph.bonus)
+        self.acting = dqn.Acting(self.envs, self.config, graph.dtype, self.seed)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             with self.timings.phase("act"):
                 q_values = session.run(graph.q_values, {graph.observations: self.acting.stored_observations()})
@@ -183,16 +190,20 @@ class Learner:
         actors until each has learnt that the run is over and finished by itself (finish)."""
         self.updates_before = int(session.run(self.graph.network.updates))
         self.receive(session)
-        while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
-            due = dqn.updates_due(self.memory.inserted, self.updates, self.config)
-            if due:
-                with self.timings.phase("train"):
-                    self.updates += 1
-                    dqn.learn_step(self.graph.network, self.memory, session, self.last_global_step, self.writer,
-                                   self.updates_before + self.updates, curious=self.graph.curious)
-            elif not self.receive(session):
-                time.sleep(RECEIVE_IDLE_SECS)
-            heartbeat.beat(self, 0)
+        sampler = replay.PrefetchingSampler(self.memory)
+        try:
+            while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
+                due = dqn.updates_due(self.memory.inserted, self.updates, self.config)
+                if due:
+                    with self.timings.phase("train"):
+                        self.updates += 1
+                        dqn.learn_step(self.graph.network, sampler, session, self.last_global_step, self.writer,
+                                       self.updates_before + self.updates, curious=self.graph.curious)
+                elif not self.receive(session):
+                    time.sleep(RECEIVE_IDLE_SECS)
+                heartbeat.beat(self, 0)
+        finally:
+            sampler.close()
 
     def receive(self, session):
         """What the queue holds, into the replay; the number of transitions received."""

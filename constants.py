@@ -90,7 +90,8 @@ class Config:
     ext_coef: float = _param(2.0, """
     weight of the extrinsic advantage on the two-stream path (RND's 2)""")
     int_coef: float = _param(1.0, """
-    weight of the bonus's advantage on the two-stream path (RND's 1)""")
+    weight of the bonus's advantage on the two-stream path (RND's 1); with --algo dqn, the weight of RND's scaled
+    bonus in the stored reward""")
     rnd_warm_up_steps: int = _param(5000, """
     random steps each worker of a new run plays before training to seed RND's observation statistics (a resumed
     run has them in its checkpoint)""")

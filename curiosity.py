@@ -67,6 +67,10 @@ class BetaScaler:
         for rollout, _ in finished:
             rollout.bonuses, bonuses = bonuses[:len(rollout)], bonuses[len(rollout):]
 
+    def step(self, raw, extra):
+        """One step of every environment (a value learner's acting): ([K] rewards, None: no statistics' data)."""
+        return self.beta * np.asarray(raw, np.float64), None
+
 
 class Curiosity:
     """What a bonus shares: the transitions it is fed, (s_t, a_t, s_t+1), and the protocol's defaults for a
@@ -273,6 +277,13 @@ class ReturnScaler:
                 returns.append(self.running[index])
             rollout.bonus_data = returns
             rollout.bonuses = list(steps / std)
+
+    def step(self, raw, extra):
+        """One step of every environment (a value learner's acting): ([K] rewards, [K] bonus returns for the
+        statistics' update)."""
+        raw = np.asarray(raw, np.float64)
+        self.running = self.gamma * self.running + raw
+        return raw / np.sqrt(float(extra[0]) + RND_EPSILON), self.running.copy()
 
 
 class RandomNetworkDistillation(Curiosity):

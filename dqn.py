@@ -10,10 +10,10 @@ progress bar, an evaluation every --eval-every steps appended to <log-dir>/rewar
 evaluation, the episodes in episodes_0.csv and TensorBoard events in the log directory. The replay is not in
 the checkpoint: a resumed run refills it (learning_starts transitions) before it trains again.
 """
-import functools
 import logging
 import os
 import time
+import types
 
 import numpy as np
 import tensorflow as tf
@@ -207,26 +207,39 @@ class Acting:
 
 
 class Curious:
-    """A curiosity bonus of curiosity.py for DQN: each step's reward prediction_beta x its raw bonus, added to the
-    stored reward when the actor plays (the bonus of the predictor at that time); the predictor trained on every
-    replayed batch's (s_t, a_t, s_t+1), by an Adam of its own."""
+    """A curiosity bonus of curiosity.py for DQN, in one stream: each step's reward is the bonus of the predictor at
+    acting time, scaled as the bonus's runner side scales it (ICM and the pixel baselines: prediction_beta x the raw
+    bonus; RND: the raw bonus over the running standard deviation of its discounted return, x int_coef), added to
+    the stored reward. The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam of its own; a
+    bonus with running statistics (RND) merges the acted steps into them (ActingBonus)."""
 
     def __init__(self, unsup, observation_shape, num_actions, config, head, dtype):
         with tf1.variable_scope("curiosity"):
             self.module = curiosity.build(unsup, observation_shape, num_actions, head)
-        self.beta, self.dtype = config.prediction_beta, dtype
+        self.config, self.dtype = config, dtype
+        # the one-stream weight of a bonus scaled by its statistics; BetaScaler applies prediction_beta itself
+        self.weight = config.int_coef if unsup == "rnd" else 1.0
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
         self.summaries = self.module.summaries()
+        self.merges = {}  # a module that acts -> the op merging what it is fed into the running statistics
+
+    def track(self, module):
+        """Build the op that merges the steps `module` (this bonus, or an actor's copy of it) is fed into this
+        bonus's running statistics; call while building the graph."""
+        self.merges[module] = self.module.update_statistics(module)
 
     def feed(self, observations, following, actions, module=None):
         module = module or self.module
         return module.feed(from_stored(observations, self.dtype), from_stored(following, self.dtype), actions)
 
-    def rewards(self, session, observations, following, actions, module=None):
-        """[K] the curiosity rewards of K steps, by this ICM or by `module`, a copy of it (an Ape-X actor's)."""
-        module = module or self.module
-        return self.beta * session.run(module.bonus_per_step, self.feed(observations, following, actions, module))
+    def acting_bonus(self, session, count, module=None):
+        """The bonus function of an Acting of `count` environments, by this bonus or `module`, a copy of it."""
+        return ActingBonus(self, session, module or self.module, count)
+
+    def warm_up(self, session, envs, module=None):
+        """Seed the running statistics from random steps, where the bonus has any and a new run has not yet."""
+        self.module.warm_up(session, module or self.module, envs, self.config)
 
     def train(self, session, batch):
         """One step of the predictor on a replayed batch; its summaries' values."""
@@ -235,9 +248,45 @@ class Curious:
         return values
 
 
+class ActingBonus:
+    """Each step's curiosity rewards for an Acting (Acting.step's `bonus`): the scaler keeps the bonus's state per
+    environment (RND's running return); the steps' s_t+1 and that return are merged into the statistics every
+    STATISTICS_EVERY steps, in one session.run."""
+
+    STATISTICS_EVERY = 32
+
+    def __init__(self, curious, session, module, count):
+        self.curious, self.session, self.module = curious, session, module
+        self.scaler = module.scaler(curious.config, count)
+        self.merge = curious.merges.get(module)
+        self.pending = []  # (stored s_t+1 [K, ...], bonus returns [K]) of steps not merged yet
+
+    def __call__(self, observations, following, actions):
+        """[K] the rewards of one step of the K environments, given as stored observations."""
+        raw, *extra = self.session.run([self.module.bonus_per_step, *self.scaler.fetches],
+                                       self.curious.feed(observations, following, actions, self.module))
+        rewards, data = self.scaler.step(raw, extra)
+        if self.merge is not None:
+            self.pending.append((following, data))
+            if len(self.pending) >= self.STATISTICS_EVERY:
+                self.flush()
+        return self.curious.weight * rewards
+
+    def flush(self):
+        if self.merge is None or not self.pending:
+            return
+        frames = from_stored(np.concatenate([frames for frames, _ in self.pending]), self.curious.dtype)
+        # update_feed reads the bonus returns as a rollout's bonus_data
+        steps = types.SimpleNamespace(bonus_data=np.concatenate([data for _, data in self.pending]))
+        self.session.run(self.merge, {self.module.frames: frames, self.module.second: np.arange(len(frames)),
+                                      **self.module.update_feed([steps])})
+        self.pending = []
+
+
 def learn_step(network, memory, session, step, writer, updates, epsilon=None, curious=None):
     """One update (the run's `updates`-th): sample, train, new priorities; the curiosity's predictor on the same
-    batch; the target copy when due; summaries (with the exploration's `epsilon` where one schedule explores)."""
+    batch; the target copy when due; summaries (with the exploration's `epsilon` where one schedule explores).
+    `memory`: the replay, or a replay.PrefetchingSampler of it, as the learners use."""
     config = network.config
     beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
     slots, batch, weights = memory.sample(config.batch_size, beta)
@@ -273,6 +322,8 @@ class LocalRun:
         self.network = DQN(space.shape, self.envs[0].action_space.n, config, self.head, self.dtype)
         self.curious = None if unsup == "none" else Curious(unsup, space.shape, self.envs[0].action_space.n, config,
                                                             self.head, self.dtype)
+        if self.curious is not None:
+            self.curious.track(self.curious.module)
         self.memory = replay.PrioritizedReplay(config.replay_capacity, space.shape, self.dtype,
                                                config.priority_alpha, uniform=not config.prioritized,
                                                seed=config.seed, one_step=self.curious is not None)
@@ -326,13 +377,16 @@ class LocalRun:
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
         step = int(session.run(network.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
+        if self.curious is not None:
+            self.curious.warm_up(session, self.envs)  # before Acting resets the environments
         acting = Acting(self.envs, config, self.dtype, config.seed)
-        bonus = None if self.curious is None else functools.partial(self.curious.rewards, session)
+        bonus = None if self.curious is None else self.curious.acting_bonus(session, len(self.envs))
         recent, done_updates, last_eval = [], 0, None
         updates_before = int(session.run(network.updates))  # the checkpoint's; train ops count on from it
         evaluations = evaluation_count(self.log_dir)
         next_eval = (step // self.eval_every + 1) * self.eval_every
         started, inserted_at_start = time.time(), self.memory.inserted
+        sampler = replay.PrefetchingSampler(self.memory)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
         try:
@@ -351,7 +405,7 @@ class LocalRun:
                 step += len(self.envs)
                 for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
                     done_updates += 1
-                    learn_step(network, self.memory, session, step, writer, updates_before + done_updates, epsilon,
+                    learn_step(network, sampler, session, step, writer, updates_before + done_updates, epsilon,
                                self.curious)
                 if step >= next_eval or step >= config.max_global_steps:
                     score = self.evaluate(session, interrupt)
@@ -368,6 +422,7 @@ class LocalRun:
                                     eval="-" if last_eval is None else f"{last_eval:.1f}", eps=f"{epsilon:.3f}",
                                     updates_per_s=f"{done_updates / elapsed:.0f}", refresh=False)
         finally:
+            sampler.close()
             bar.close()
             episodes.close()
             writer.close()

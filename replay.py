@@ -13,6 +13,8 @@ current TensorFlow or Python 3.12+. The tree below is vectorised: a batch of upd
 operations per level of the tree, not a Python loop per item.
 """
 import collections
+import queue
+import threading
 
 import numpy as np
 
@@ -118,6 +120,8 @@ class PrioritizedReplay:
         self.inserted = 0  # transitions ever added
         self.sampled = 0  # transitions ever sampled
         self.rng = np.random.default_rng(seed)
+        # adds, draws and new priorities may come from two threads (a PrefetchingSampler's and the learner's)
+        self.lock = threading.Lock()
 
     def __len__(self):
         return self.size
@@ -125,6 +129,10 @@ class PrioritizedReplay:
     def add(self, observations, actions, returns, discounts, next_observations, priorities=None, following=None):
         """Append a batch (the oldest transitions make room); `priorities`: the actors' |TD errors|, or None for
         the largest priority seen so far; `following`: their s_t+1, kept with `one_step`. The slots written."""
+        with self.lock:
+            return self._add(observations, actions, returns, discounts, next_observations, priorities, following)
+
+    def _add(self, observations, actions, returns, discounts, next_observations, priorities, following):
         count = len(actions)
         if count > self.capacity:
             raise ValueError(f"a batch of {count} transitions does not fit a replay of {self.capacity}")
@@ -154,6 +162,10 @@ class PrioritizedReplay:
     def sample(self, batch_size, beta=0.4):
         """(slots, batch {field: array}, importance weights): stratified over the total priority (one draw per
         equal segment, as Schaul et al.'s implementation), weights (N P(i))^-beta divided by the batch's largest."""
+        with self.lock:
+            return self._sample(batch_size, beta)
+
+    def _sample(self, batch_size, beta):
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay")
         if self.tree is None:
@@ -175,14 +187,73 @@ class PrioritizedReplay:
         if self.tree is None:
             return
         raw = np.abs(np.asarray(errors, np.float64)) + self.epsilon
-        self.max_priority = max(self.max_priority, float(raw.max(initial=0.0)))
-        self.tree.update(slots, raw ** self.alpha)
+        with self.lock:
+            self.max_priority = max(self.max_priority, float(raw.max(initial=0.0)))
+            self.tree.update(slots, raw ** self.alpha)
 
     def probabilities(self):
         """Each stored slot's chance to be drawn at one draw (for tests and the status view)."""
         if self.tree is None:
             return np.full(self.size, 1.0 / self.size)
         return self.tree.get(np.arange(self.size)) / self.tree.total
+
+
+class PrefetchingSampler:
+    """A replay's `sample` and `update_priorities` for the learner, done in a thread of their own: while the learner
+    trains on one batch (TensorFlow releases the GIL), the thread applies the last batch's new priorities and draws
+    the next, so the sum tree's work hides behind the train step. Each batch is therefore drawn before the
+    priorities of the batch just before it are known: one update stale, as Ape-X's learner, which prefetches its
+    batches and updates priorities asynchronously (Horgan et al. 2018, section 3). Uniform replay goes through the
+    same thread, so the two are timed alike."""
+
+    WAIT_SECS = 60.0  # a draw takes milliseconds; a thread silent this long is stuck
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.jobs = queue.Queue()  # ("draw", batch_size, beta) or ("priorities", slots, errors), in order
+        self.batches = queue.Queue()  # the drawn batches, or the exception that stopped the thread
+        self.pending = False  # a draw has been asked for and not taken
+        self.thread = threading.Thread(target=self._serve, name="replay-sampler", daemon=True)
+        self.thread.start()
+
+    def __len__(self):
+        return len(self.memory)
+
+    def _serve(self):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            try:
+                if job[0] == "draw":
+                    self.batches.put(self.memory.sample(job[1], job[2]))
+                else:
+                    self.memory.update_priorities(job[1], job[2])
+            except Exception as error:  # handed to the learner, which raises it: the thread never dies silently
+                self.batches.put(error)
+                return
+
+    def sample(self, batch_size, beta=0.4):
+        """The batch drawn meanwhile (the first: drawn now), as PrioritizedReplay.sample; the next is asked for."""
+        if not self.pending:
+            self.jobs.put(("draw", batch_size, beta))
+        try:
+            drawn = self.batches.get(timeout=self.WAIT_SECS)
+        except queue.Empty:
+            raise RuntimeError(f"the replay's sampler thread drew no batch in {self.WAIT_SECS:.0f} s") from None
+        if isinstance(drawn, Exception):
+            raise RuntimeError(f"the replay's sampler thread failed: {drawn!r}") from drawn
+        self.jobs.put(("draw", batch_size, beta))
+        self.pending = True
+        return drawn
+
+    def update_priorities(self, slots, errors):
+        self.jobs.put(("priorities", slots, errors))
+
+    def close(self):
+        """Stop the thread after the jobs asked for (a batch drawn and not taken is dropped)."""
+        self.jobs.put(None)
+        self.thread.join(timeout=self.WAIT_SECS)
 
 
 # `following`: the observation one step on, s_t+1, which a curiosity bonus trains on beside the n-step transition

@@ -349,9 +349,6 @@ def check_args(args):
         if has_cluster(args):
             raise LaunchError("--algo dqn runs on one machine for now: its learner and --num-workers actors (or one "
                               "process with --num-workers 0), without --cluster")
-        if args.unsup not in ("none", "action"):
-            raise LaunchError(f"--algo dqn with --unsup {args.unsup}: curiosity with DQN is the ICM (--unsup action) "
-                              f"so far")
         if args.num_workers == 0:
             return
     elif args.num_workers == 0:

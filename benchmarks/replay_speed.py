@@ -4,8 +4,8 @@
     python benchmarks/replay_speed.py --capacity 1000000 --batch-size 512 --seconds 20 --pairs 3
 
 A replay of --capacity transitions (CartPole's 4-number observations; --image for 84x84 uint8 frames) is filled,
-then the DQN learner's update (sample, train on the batch, new priorities) runs for --seconds with each kind of
-replay in turn, --pairs times, alternating, so that a machine whose speed drifts weighs on both alike. Also the
+then the DQN learner's update (sample, train on the batch, new priorities: drawn and applied in a
+replay.PrefetchingSampler's thread as the learners do, or --in-line) runs for --seconds with each kind of replay in turn, --pairs times, alternating, so that a machine whose speed drifts weighs on both alike. Also the
 replay's own part (sample and new priorities, no TensorFlow). Prints a line per measurement and the ratios, and
 with --out writes them as JSON.
 """
@@ -55,6 +55,8 @@ def main(argv=None):
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--image", action="store_true", help="84x84x1 uint8 frames and the Nature CNN")
     parser.add_argument("--fanout", type=int, default=16, help="children per node of the sum tree (2: binary)")
+    parser.add_argument("--in-line", action="store_true",
+                        help="draw and update priorities in the learner's thread (not prefetched), as before")
     parser.add_argument("--out", help="JSON of every measurement")
     args = parser.parse_args(argv)
     if min(args.capacity, args.batch_size, args.pairs) < 1 or args.seconds <= 0 or args.batch_size > args.capacity:
@@ -73,16 +75,20 @@ def main(argv=None):
         session.run(tf1.global_variables_initializer())
         for pair in range(args.pairs):
             for kind, memory in memories.items():
-                def update():
-                    slots, batch, weights = memory.sample(args.batch_size, 0.4)
+                sampler = memory if args.in_line else replay.PrefetchingSampler(memory)
+
+                def update():  # what dqn.learn_step does
+                    slots, batch, weights = sampler.sample(args.batch_size, 0.4)
                     _, errors, _ = network.train(session, batch, weights)
-                    memory.update_priorities(slots, errors)
+                    sampler.update_priorities(slots, errors)
 
                 def replay_only():
                     slots, _, _ = memory.sample(args.batch_size, 0.4)
                     memory.update_priorities(slots, np.random.random(args.batch_size))
 
                 rate = time_updates(update, args.seconds)
+                if sampler is not memory:
+                    sampler.close()
                 alone = time_updates(replay_only, args.seconds / 4)
                 results[kind]["updates"].append(rate)
                 results[kind]["replay_only"].append(alone)
@@ -92,7 +98,7 @@ def main(argv=None):
     print(f"prioritized / uniform updates/s per pair: {', '.join(f'{r:.2f}' for r in ratios)} "
           f"(median {np.median(ratios):.2f})")
     if args.out:
-        record = {"argv": sys.argv, "fanout": args.fanout, "machine": f"{platform.node()}, {os.cpu_count()} cores",
+        record = {"argv": sys.argv, "fanout": args.fanout, "prefetch": not args.in_line, "machine": f"{platform.node()}, {os.cpu_count()} cores",
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results, "ratios": ratios}
         logdir.write_json_atomically(args.out, record)
     return 0

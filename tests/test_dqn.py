@@ -212,22 +212,92 @@ def test_dqn_with_the_icm_trains_its_predictor_on_replayed_batches(tmp_path):
     assert open(log_dir / "rewards.txt").read().splitlines()[-1].split()[2] == "1.0"
 
 
-def test_apex_actors_add_the_icm_bonus_with_their_copy_and_the_learner_trains_it(tmp_path):
+RND_WARM_UP = 300
+
+
+def rnd_statistics(checkpoint):
+    import tensorflow as tf
+
+    values = {name: tf.train.load_variable(checkpoint, name) for name, _ in tf.train.list_variables(checkpoint)
+              if name.startswith("curiosity/") and ("_count" in name or "_var" in name)}
+    return (values["curiosity/observation_count"], values["curiosity/return_count"],
+            float(np.mean(values["curiosity/observation_var"])))
+
+
+def test_dqn_with_rnd_seeds_and_merges_its_statistics_and_keeps_its_target(tmp_path):
+    """One process on the corridor: the observation statistics count the warm-up's random steps, then every step
+    acted (merged in blocks of ActingBonus.STATISTICS_EVERY); the bonus returns too; the bonus reaches the
+    episodes; the target network is the same in both checkpoints (never trained) while the predictor moves."""
+    import tensorflow as tf
+
+    log_dir = tmp_path / "run"
+    result = train_py(*CORRIDOR, "--unsup", "rnd", "--log-dir", str(log_dir), "--set", "max_global_steps=1000",
+                      "--set", f"rnd_warm_up_steps={RND_WARM_UP}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    checkpoints = tf.train.get_checkpoint_state(str(log_dir / "train")).all_model_checkpoint_paths
+    first, last = checkpoints[0], checkpoints[-1]  # at steps 500 and 1,000
+    observations, returns, observation_var = rnd_statistics(last)
+    import dqn
+
+    merged = 1000 // dqn.ActingBonus.STATISTICS_EVERY * dqn.ActingBonus.STATISTICS_EVERY
+    assert observations == pytest.approx(RND_WARM_UP + merged, abs=1) and returns == pytest.approx(merged, abs=1)
+    assert 0 < observation_var < 1, "the corridor's positions, not the starting variance of 1"
+    assert rnd_statistics(first)[0] < observations
+    target = [name for name, _ in tf.train.list_variables(last) if name.startswith("curiosity/target/")]
+    predictor = [name for name, _ in tf.train.list_variables(last) if name.startswith("curiosity/predictor/")
+                 and "Adam" not in name]
+    assert target and predictor
+    for name in target:
+        np.testing.assert_array_equal(tf.train.load_variable(first, name), tf.train.load_variable(last, name))
+    assert any(not np.array_equal(tf.train.load_variable(first, name), tf.train.load_variable(last, name))
+               for name in predictor)
+    rows = list(csv.DictReader(open(log_dir / "episodes_0.csv")))
+    assert sum(float(row["bonus"]) for row in rows) > 0
+
+
+def test_an_apex_actors_rnd_copy_syncs_the_learners_target_and_statistics(graph):
+    """The target network and the running statistics are state, not trainable: an actor that synced only the
+    predictor would compute its bonus against a target of its own."""
+    import gymnasium as gym
+    import tensorflow as tf
+
+    import apex
+
+    config = constants.config_from_overrides([], "dqn_classic")
+    apex_graph = apex.ApeXGraph(gym.spaces.Box(-1, 1, (4,)), 2, config, "mlp", "/cpu:0", "/cpu:0", unsup="rnd")
+    learner, actor = apex_graph.curious.module, apex_graph.bonus
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(learner.observation_moments.merge(tf.random.normal([10, 4], 3.0)))
+        session.run(apex_graph.sync)
+        for theirs, mine in zip(learner.state_variables, actor.state_variables):
+            np.testing.assert_array_equal(*session.run([theirs, mine]))
+        assert session.run(actor.observation_moments.count) > 10
+
+
+@pytest.mark.parametrize("unsup", ["action", "rnd"])
+def test_apex_actors_add_the_bonus_with_their_copy_and_the_learner_trains_it(unsup, tmp_path):
+    """ICM and RND on the cluster: the actors' bonus reaches their episodes, the learner's bonus is checkpointed
+    and not the actors' copies; RND's statistics, kept by the learner, hold what the actors merged."""
     import tensorflow as tf
 
     from test_distributed import free_exp_id
 
     log_dir = tmp_path / "run"
-    result = train_py(*CORRIDOR, "--unsup", "action", "--num-workers", "2", "--mode", "child", "--no-tensorboard",
-                      "--log-dir", str(log_dir), "--expId", str(free_exp_id(2, 490)), "--set", "max_global_steps=1200")
+    result = train_py(*CORRIDOR, "--unsup", unsup, "--num-workers", "2", "--mode", "child", "--no-tensorboard",
+                      "--log-dir", str(log_dir), "--expId", str(free_exp_id(2, 490)), "--set", "max_global_steps=1200",
+                      "--set", f"rnd_warm_up_steps={RND_WARM_UP}")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = [row for actor in (0, 1) for row in csv.DictReader(open(log_dir / f"episodes_{actor}.csv"))]
     assert sum(float(row["bonus"]) for row in rows) > 0
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     names = [name for name, _ in tf.train.list_variables(latest)]
-    assert any(name.startswith("curiosity/") for name in names), names  # the learner's ICM, checkpointed
+    assert any(name.startswith("curiosity/") for name in names), names  # the learner's bonus, checkpointed
     assert not any(name.startswith("actor") for name in names), "an actor's copies are not checkpointed"
     assert json.load(open(log_dir / "status_learner.json"))["updates"] > 100
+    if unsup == "rnd":  # one actor seeded the statistics (the other found them seeded), both merged their steps
+        observations, returns, _ = rnd_statistics(latest)
+        assert returns >= 600 and observations >= RND_WARM_UP + returns, (observations, returns)
 
 
 def read_lines(path):
@@ -236,7 +306,6 @@ def read_lines(path):
 
 @pytest.mark.parametrize("flags, message", [
     (["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], "--algo dqn runs on one machine for now"),
-    (["--num-workers", "0", "--unsup", "rnd"], "curiosity with DQN is the ICM (--unsup action) so far"),
 ])
 def test_what_dqn_cannot_do_yet_is_one_line(flags, message, tmp_path):
     result = train_py("--algo", "dqn", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), *flags)

@@ -76,6 +76,33 @@ def test_importance_weights_and_priorities_by_hand():
     assert memory.probabilities()[4] == pytest.approx(4.0 / 14.0)
 
 
+def test_the_prefetching_sampler_draws_each_batch_one_update_before_the_last_priorities_apply():
+    """Slots 0 and 1 at equal priority; after each batch the learner gives slot 0 (then slot 1) priority 0. The batch
+    drawn while it trained on the last was drawn before those priorities: batch 1 still holds both slots; batch 2
+    was drawn after batch 0's priorities and before batch 1's: slot 1 alone."""
+    memory = replay.PrioritizedReplay(2, (1,), np.float32, epsilon=0.0, seed=1)
+    memory.add(np.zeros((2, 1), np.float32), [0, 1], [0.0, 0.0], [1.0, 1.0], np.zeros((2, 1), np.float32))
+    sampler = replay.PrefetchingSampler(memory)
+    try:
+        batches = []
+        for zeroed in (0, 1, 0):
+            slots, _, _ = sampler.sample(64)
+            batches.append(set(slots.tolist()))
+            sampler.update_priorities([zeroed, 1 - zeroed], [0.0, 1.0])
+        assert batches == [{0, 1}, {0, 1}, {1}]
+        assert len(sampler) == 2
+    finally:
+        sampler.close()
+    assert not sampler.thread.is_alive()
+
+
+def test_a_failure_in_the_samplers_thread_reaches_the_learner():
+    memory = replay.PrioritizedReplay(4, (1,), np.float32)  # empty: sampling raises
+    sampler = replay.PrefetchingSampler(memory)
+    with pytest.raises(RuntimeError, match="sampler thread failed.*empty replay"):
+        sampler.sample(8)
+
+
 def test_the_replay_is_a_fifo_and_overwrites_its_oldest():
     memory = replay.PrioritizedReplay(3, (1,), np.uint8)
     for value in range(5):
