@@ -140,6 +140,11 @@ class Config:
     ... down to this ...""")
     epsilon_decay_steps: int = _param(250_000, """
     ... linearly over this many environment steps""")
+    tau: float = _param(0.005, """
+    --algo sac: each update moves the target critics this fraction of the way to the critics (Polyak averaging)""")
+    target_entropy_scale: float = _param(0.89, """
+    --algo sac with discrete actions: the temperature keeps the policy's entropy near this fraction of log |A|, the
+    uniform policy's (cleanrl's sac_atari); continuous actions aim at -dim(A)""")
     eval_epsilon: float = _param(0.001, """
     epsilon of the DQN's evaluations (greedy but for a rare random action, as Mnih et al. 2015's 0.05 and
     Ape-X's 0.001, so a policy cannot loop forever)""")
@@ -188,6 +193,8 @@ class Config:
             ("epsilon_final", 0.0 <= self.epsilon_final <= 1.0, "must lie in [0, 1]"),
             ("epsilon_decay_steps", self.epsilon_decay_steps >= 1, "must be >= 1"),
             ("eval_epsilon", 0.0 <= self.eval_epsilon <= 1.0, "must lie in [0, 1]"),
+            ("tau", 0.0 < self.tau <= 1.0, "must lie in (0, 1]"),
+            ("target_entropy_scale", 0.0 <= self.target_entropy_scale <= 1.0, "must lie in [0, 1]"),
             ("seed", self.seed >= 0, "must be >= 0"),
         ]
         for name, ok, why in checks:

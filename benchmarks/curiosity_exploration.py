@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Does curiosity find a sparse reward that the plain learner misses? Trains A3C, or DQN (`--configs dqn dqn_icm`,
-one process each), with and without `--unsup action` on a hard-exploration task, several seeds each, and reports
-how often each reaches the goal.
+"""Does curiosity find a sparse reward that the plain learner misses? Trains A3C, or DQN (`--configs dqn dqn_icm
+dqn_rnd`, one process each), with and without `--unsup action` (or `rnd`) on a hard-exploration task, several seeds
+each, and reports how often each reaches the goal.
 
 An episode reaches the goal when it ends by termination rather than by the time limit (the `truncated`
 column of the episode CSVs): on CorridorLong-v0, walking 63 cells right within 192 steps, which a random walk
@@ -31,8 +31,8 @@ sys.path.insert(0, ROOT)
 import train  # noqa: E402
 
 CONFIGS = {"a3c": [], "icm": ["--unsup", "action"], "dqn": ["--algo", "dqn"],
-           "dqn_icm": ["--algo", "dqn", "--unsup", "action"]}
-ONE_PROCESS = ("dqn", "dqn_icm")  # run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
+           "dqn_icm": ["--algo", "dqn", "--unsup", "action"], "dqn_rnd": ["--algo", "dqn", "--unsup", "rnd"]}
+ONE_PROCESS = ("dqn", "dqn_icm", "dqn_rnd")  # run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
 LATE_FRACTION = 0.25
 
 

@@ -1,0 +1,98 @@
+"""Soft Actor-Critic: its formulas against hand computations, and one update of the real graph."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import constants
+import sac
+
+tf1 = tf.compat.v1
+
+
+def evaluate(tensor):
+    with tf1.Session() as session:
+        return session.run(tensor)
+
+
+def test_the_tanh_gaussian_log_probability_by_hand(graph):
+    """u = 0.5 of N(0.2, 0.5): the Gaussian's log density -0.5 (0.3 / 0.5)^2 - log 0.5 - 0.5 log 2 pi = -0.405792,
+    less log(1 - tanh(0.5)^2) = -0.240229: -0.165563. Two dimensions sum; u = 20 stays finite (about -38.6 less)."""
+    pre_tanh = tf.constant([[0.5], [20.0]])
+    log_prob = evaluate(sac.tanh_gaussian_log_prob(pre_tanh, tf.constant([[0.2], [0.2]]),
+                                                   tf.math.log(tf.constant([[0.5], [0.5]]))))
+    assert log_prob[0] == pytest.approx(-0.165563, abs=1e-5)
+    gaussian = -0.5 * (19.8 / 0.5) ** 2 - np.log(0.5) - 0.5 * np.log(2 * np.pi)
+    assert np.isfinite(log_prob[1]) and log_prob[1] == pytest.approx(gaussian - 2 * (np.log(2) - 20.0), rel=1e-5)
+    two = evaluate(sac.tanh_gaussian_log_prob(tf.constant([[0.5, -1.0]]), tf.constant([[0.2, 0.0]]),
+                                              tf.constant([[np.log(0.5), 0.0]], tf.float32)))
+    second = -0.5 * 1.0 - 0.5 * np.log(2 * np.pi) - np.log(1 - np.tanh(-1.0) ** 2)
+    assert two[0] == pytest.approx(-0.165563 + second, abs=1e-5)
+
+
+def test_the_twin_q_target_with_the_entropy_term_by_hand(graph):
+    """Continuous: min(3, 2) - 0.5 x (-1) = 2.5; y = 1 + 0.9 x 2.5 = 3.25, and 1 where the episode ended (d = 0).
+    Discrete: pi = (0.25, 0.75), min Q = (1, 4) (each from another twin): 0.25 (1 - 0.5 log 0.25) + 0.75 (4 - 0.5
+    log 0.75) = 3.5312; y = 0.5 + 0.99 x 3.5312 = 3.9959."""
+    value = sac.soft_value(tf.constant([3.0, 3.0]), tf.constant([2.0, 2.0]), tf.constant([-1.0, -1.0]), 0.5)
+    targets = evaluate(sac.soft_q_targets(tf.constant([1.0, 1.0]), tf.constant([0.9, 0.0]), value))
+    np.testing.assert_allclose(targets, [3.25, 1.0], rtol=1e-6)
+    probabilities = tf.constant([[0.25, 0.75]])
+    discrete = sac.discrete_soft_value(tf.constant([[1.0, 5.0]]), tf.constant([[2.0, 4.0]]), probabilities,
+                                       tf.math.log(probabilities), 0.5)
+    by_hand = 0.25 * (1 - 0.5 * np.log(0.25)) + 0.75 * (4 - 0.5 * np.log(0.75))
+    target = evaluate(sac.soft_q_targets(tf.constant([0.5]), tf.constant([0.99]), discrete))
+    assert target[0] == pytest.approx(0.5 + 0.99 * by_hand, rel=1e-6)
+
+
+@pytest.mark.parametrize("log_prob, direction", [(-0.1, 1.0), (-3.0, -1.0)])
+def test_the_temperature_rises_while_the_entropy_is_below_its_target_and_falls_above(graph, log_prob, direction):
+    """Target entropy 1: an entropy of 0.1 (log pi -0.1) is below it, so descent on the loss raises log alpha;
+    an entropy of 3 lowers it. Discrete: the same through the expectation over actions."""
+    log_alpha = tf.Variable(0.0)
+    continuous = tf.gradients(sac.temperature_loss(log_alpha, tf.constant([log_prob]), 1.0), log_alpha)[0]
+    probabilities = tf.constant([[0.5, 0.5]])
+    discrete = tf.gradients(sac.temperature_loss(log_alpha, tf.constant([[log_prob, log_prob]]), 1.0,
+                                                 probabilities), log_alpha)[0]
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        gradients = session.run([continuous, discrete])
+    for gradient in gradients:
+        assert -gradient * direction > 0 and gradient == pytest.approx(-(log_prob + 1.0))
+
+
+def random_batch(agent, observation_size, size, rng):
+    actions = (rng.integers(0, agent.num_actions, size) if agent.discrete
+               else rng.uniform(-1, 1, (size, agent.action_size)).astype(np.float32))
+    return {"observations": rng.normal(size=(size, observation_size)).astype(np.float32),
+            "next_observations": rng.normal(size=(size, observation_size)).astype(np.float32),
+            "actions": actions, "returns": rng.normal(size=size).astype(np.float32),
+            "discounts": np.full(size, 0.99, np.float32)}
+
+
+@pytest.mark.parametrize("space", [gym.spaces.Box(-2.0, 2.0, (1,), np.float32), gym.spaces.Discrete(3)])
+def test_one_update_trains_each_part_and_moves_the_targets_by_tau(graph, space):
+    """After one update: the critics, the actor and the temperature changed; each target variable is (1 - tau) of
+    itself plus tau of its critic's new value; actions lie in the space (scaled to [-2, 2])."""
+    config = constants.config_from_overrides(["tau=0.25"], "dqn_classic")
+    agent = sac.SAC((3,), space, config, "mlp")
+    rng = np.random.default_rng(0)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        session.run(agent.copy_to_target)
+        before = session.run([agent.actor_variables, agent.critic_variables, agent.target_variables,
+                              agent.log_alpha])
+        stats, td_errors = agent.train(session, random_batch(agent, 3, 16, rng), np.ones(16, np.float32))
+        actor, critic, target, log_alpha = session.run([agent.actor_variables, agent.critic_variables,
+                                                        agent.target_variables, agent.log_alpha])
+        played, stored = agent.act(session, rng.normal(size=(5, 3)).astype(np.float32), rng)
+    assert any(not np.allclose(a, b) for a, b in zip(before[0], actor)), "the actor did not train"
+    assert any(not np.allclose(a, b) for a, b in zip(before[1], critic)), "the critics did not train"
+    assert log_alpha != before[3]
+    for old, new_critic, new_target in zip(before[2], critic, target):
+        np.testing.assert_allclose(new_target, 0.75 * old + 0.25 * new_critic, rtol=1e-5, atol=1e-6)
+    assert td_errors.shape == (16,) and set(stats) >= {"sac/critic_loss", "sac/actor_loss", "sac/alpha"}
+    if agent.discrete:
+        assert played.dtype.kind == "i" and set(played) <= {0, 1, 2} and np.array_equal(played, stored)
+    else:
+        assert played.shape == (5, 1) and np.all(np.abs(played) <= 2.0) and np.allclose(played, 2.0 * stored)
