@@ -7,7 +7,7 @@ N actors (cluster.CLUSTERS["dqn"]), each a worker.py process.
               with its copy and sends them in one enqueue_many, which adds its steps to the global step; every
               SYNC_EVERY steps it fetches the online weights
     learner   (the chief) drains the queue into replay.PrioritizedReplay, in its own memory, and trains dqn.DQN at
-              the replay ratio (dqn.learn_step); while it trains, the queue fills and the actors wait on it, so
+              the replay ratio (offpolicy.learn_step); while it trains, the queue fills and the actors wait on it, so
               the ratio holds whatever the number of actors. It checkpoints every checkpoint_secs and ends the run
               at max_global_steps
 
@@ -25,6 +25,7 @@ import tensorflow as tf
 import cluster as roles
 import curiosity
 import dqn
+import offpolicy
 import replay
 from sessions import Timings
 
@@ -49,10 +50,10 @@ class ApeXGraph:
 
     def __init__(self, observation_space, num_actions, config, head, learner_device, actor_device=None,
                  unsup="none"):
-        shape, self.dtype = observation_space.shape, dqn.stored_dtype(observation_space)
+        shape, self.dtype = observation_space.shape, offpolicy.stored_dtype(observation_space)
         with tf1.device(learner_device):
             self.network = dqn.DQN(shape, num_actions, config, head, self.dtype)
-            self.curious = None if unsup == "none" else dqn.Curious(unsup, shape, num_actions, config, head,
+            self.curious = None if unsup == "none" else offpolicy.Curious(unsup, shape, num_actions, config, head,
                                                                     self.dtype)
             frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
             # the transition's columns (replay.Transition's, s_t+1 only for the curiosity), then its priority
@@ -77,7 +78,7 @@ class ApeXGraph:
         self.actor_variables = []
         if actor_device is not None:
             with tf1.device(actor_device):
-                self.observations = dqn.observation_placeholder(shape, self.dtype, "actor_observations")
+                self.observations = offpolicy.observation_placeholder(shape, self.dtype, "actor_observations")
                 self.q_values = dqn.q_network(self.observations, ACTOR_SCOPE, num_actions, config, head)
                 pairs = list(zip(self.network.online_variables,
                                  tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")))
@@ -126,7 +127,7 @@ class Actor:
             graph.curious.warm_up(session, self.envs, graph.bonus)
             session.run(graph.sync)  # the statistics just seeded, into the copy that acts
             bonus = graph.curious.acting_bonus(session, len(self.envs), graph.bonus)
-        self.acting = dqn.Acting(self.envs, self.config, graph.dtype, self.seed)
+        self.acting = offpolicy.Acting(self.envs, self.config, graph.dtype, self.seed)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             with self.timings.phase("act"):
                 q_values = session.run(graph.q_values, {graph.observations: self.acting.stored_observations()})
@@ -179,6 +180,7 @@ class Learner:
 
     def __init__(self, graph, config, memory, writer):
         self.graph, self.config, self.memory, self.writer = graph, config, memory, writer
+        self.sampler = replay.PrefetchingSampler(memory)  # the batches, drawn while the learner trains
         self.last_global_step = self.steps_trained = self.skipped_updates = 0
         self.updates = 0  # this incarnation's; the run's count is the `updates` variable
         self.updates_before = 0
@@ -190,20 +192,20 @@ class Learner:
         actors until each has learnt that the run is over and finished by itself (finish)."""
         self.updates_before = int(session.run(self.graph.network.updates))
         self.receive(session)
-        sampler = replay.PrefetchingSampler(self.memory)
         try:
             while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
-                due = dqn.updates_due(self.memory.inserted, self.updates, self.config)
+                due = offpolicy.updates_due(self.memory.inserted, self.updates, self.config)
                 if due:
                     with self.timings.phase("train"):
                         self.updates += 1
-                        dqn.learn_step(self.graph.network, sampler, session, self.last_global_step, self.writer,
-                                       self.updates_before + self.updates, curious=self.graph.curious)
+                        offpolicy.learn_step(self.graph.network, self.sampler, session, self.last_global_step,
+                                             self.writer, self.updates_before + self.updates,
+                                             curious=self.graph.curious)
                 elif not self.receive(session):
                     time.sleep(RECEIVE_IDLE_SECS)
                 heartbeat.beat(self, 0)
         finally:
-            sampler.close()
+            self.sampler.close()
 
     def receive(self, session):
         """What the queue holds, into the replay; the number of transitions received."""
@@ -212,8 +214,8 @@ class Learner:
         self.last_global_step = int(step)
         count = len(received[1])
         if count:
-            self.memory.add(*received[:5], priorities=received[-1],
-                            following=received[5] if self.graph.curious else None)
+            self.sampler.add(*received[:5], priorities=received[-1],
+                             following=received[5] if self.graph.curious else None)
             self.steps_trained += count
         return count
 

@@ -267,6 +267,16 @@ PRESETS = {
     "dqn_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "50000",
                     "batch_size": "64", "learning_starts": "1000", "replay_ratio": "64", "target_update_period": "200",
                     "dueling": "true", "epsilon_decay_steps": "10000", "max_global_steps": "200000"},
+    # SAC on classic control: stable-baselines3's tuned Pendulum settings (rl-baselines3-zoo: lr 1e-3, batch 256,
+    # an update per step, uniform replay, one-step returns, tau 0.005), random actions for the first 1,000 steps.
+    "sac_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "100000",
+                    "batch_size": "256", "learning_starts": "1000", "replay_ratio": "256", "n_step": "1",
+                    "prioritized": "false", "gamma": "0.99", "max_global_steps": "20000"},
+    # SAC on images (discrete actions): cleanrl's sac_atari (lr 3e-4, batch 64, an update every 4 steps, 20k random
+    # steps, target entropy 0.89 log |A|; its targets are copied every 8,000 steps where these follow by Polyak).
+    "sac": {"learning_rate": "3e-4", "adam_epsilon": "1e-4", "envs_per_worker": "1", "replay_capacity": "1000000",
+            "batch_size": "64", "learning_starts": "20000", "replay_ratio": "16", "n_step": "1", "prioritized": "false",
+            "max_global_steps": "5000000"},
 }
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
@@ -274,11 +284,11 @@ PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", algo="a3c"):
     """`auto` means, for A3C, `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations
     (`classic_curiosity` with a curiosity bonus) and `paper` (the original's constants) for other images; for
-    DQN, `dqn_classic` for vectors and `dqn` for images."""
+    DQN, `dqn_classic` for vectors and `dqn` for images; for SAC, `sac_classic` and `sac`."""
     if preset != "auto":
         return preset
-    if algo == "dqn":
-        return "dqn_classic" if observation_kind == "vector" else "dqn"
+    if algo in REPLAY_ALGOS:
+        return f"{algo}_classic" if observation_kind == "vector" else algo
     if family == "mario":
         return "mario"
     if family == "doom":
@@ -324,10 +334,12 @@ class RunFlag:
     identity: bool = False  # what makes the checkpoint meaningful: a relaunch must agree on it
 
 
-ALGOS = ("a3c", "dqn")  # --algo: the learner
+ALGOS = ("a3c", "dqn", "sac")  # --algo: the learner
+REPLAY_ALGOS = ("dqn", "sac")  # the learners of offpolicy.py, with a replay and a one-process mode
 
 RUN_FLAGS = (
-    RunFlag("algo", ("--algo",), "the learner: a3c (the paper's) or dqn (Double DQN, n-step, prioritized replay)",
+    RunFlag("algo", ("--algo",), "the learner: a3c (the paper's), dqn (Double DQN, n-step, prioritized replay) or "
+            "sac (Soft Actor-Critic, continuous or discrete actions; one process)",
             default="a3c", choices=ALGOS, recorded=True, identity=True),
     RunFlag("env_id", ("--env-id", "-e"), "environment id, doom being the paper's MyWayHome", default="doom",
             always=True, recorded=True, identity=True),

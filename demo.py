@@ -199,13 +199,14 @@ class QAgent:
     def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
         import dqn
         import model
+        import offpolicy
 
         tf1 = import_tf()
         self.graph = tf1.Graph()
         self.epsilon = config.eval_epsilon if epsilon is None else epsilon
         self.rng = np.random.default_rng(seed)
         space = env.observation_space
-        self.dtype = dqn.stored_dtype(space)
+        self.dtype = offpolicy.stored_dtype(space)
         with self.graph.as_default():
             head = model.choose_head(space.shape, run.get("design_head"))
             self.network = dqn.DQN(space.shape, env.action_space.n, config, head, self.dtype)
@@ -216,9 +217,9 @@ class QAgent:
         pass
 
     def act(self, observation, greedy):
-        import dqn
+        import offpolicy
 
-        stored = dqn.to_stored([observation], self.dtype)
+        stored = offpolicy.to_stored([observation], self.dtype)
         actions, _ = self.network.act(self.session, stored, 0.0 if greedy else self.epsilon, self.rng)
         return int(actions[0])
 

@@ -617,13 +617,19 @@ def _make_game(env_id, family, env_wrap, render_mode):
     return gym.make(env_id, **render), ACTION_REPEAT if env_wrap else 1
 
 
-def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, seed=None, render_mode=None):
-    """Build `env_id` for the agent: discrete actions, float32 observations, reward flags applied."""
+def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, seed=None, render_mode=None,
+               continuous_actions=False):
+    """Build `env_id` for the agent: discrete actions (or, with `continuous_actions`, a bounded Box too), float32
+    observations, reward flags applied."""
     family = check_env_id(env_id)
     env, repeat = _make_game(env_id, family, env_wrap, render_mode)
-    if not isinstance(env.action_space, spaces.Discrete):
+    bounded_box = (isinstance(env.action_space, spaces.Box) and len(env.action_space.shape) == 1
+                   and np.all(np.isfinite(env.action_space.low)) and np.all(np.isfinite(env.action_space.high)))
+    if not (isinstance(env.action_space, spaces.Discrete) or (continuous_actions and bounded_box)):
         env.close()
-        raise EnvError(f"{env_id} has action space {env.action_space}; the agent needs a discrete one")
+        needs = "a discrete one or a bounded vector (Box)" if continuous_actions else \
+            "a discrete one (--algo sac takes continuous actions)"
+        raise EnvError(f"{env_id} has action space {env.action_space}; the agent needs {needs}")
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
     else:

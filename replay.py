@@ -100,8 +100,9 @@ class PrioritizedReplay:
     seen so far, so each is replayed at least once soon; priorities come from the learner's TD errors."""
 
     def __init__(self, capacity, observation_shape, observation_dtype=np.uint8, alpha=0.6, epsilon=1e-6,
-                 uniform=False, seed=0, fanout=16, one_step=False):
-        """`one_step`: keep each transition's s_t+1 too (`following`), for a curiosity bonus to train on."""
+                 uniform=False, seed=0, fanout=16, one_step=False, action_shape=(), action_dtype=np.int64):
+        """`one_step`: keep each transition's s_t+1 too (`following`), for a curiosity bonus to train on;
+        `action_shape`, `action_dtype`: one int per action by default, a float vector for continuous actions."""
         if capacity < 1:
             raise ValueError(f"a replay needs a capacity of at least 1, got {capacity}")
         self.capacity, self.alpha, self.epsilon, self.uniform = capacity, alpha, epsilon, uniform
@@ -110,7 +111,7 @@ class PrioritizedReplay:
         self.following = np.zeros((capacity, *observation_shape), observation_dtype) if one_step else None
         self.fields = ("observations", "actions", "returns", "discounts", "next_observations") + (
             ("following",) if one_step else ())
-        self.actions = np.zeros(capacity, np.int64)
+        self.actions = np.zeros((capacity, *action_shape), action_dtype)
         self.returns = np.zeros(capacity, np.float32)
         self.discounts = np.zeros(capacity, np.float32)
         self.tree = None if uniform else SumTree(capacity, fanout)
@@ -204,7 +205,8 @@ class PrefetchingSampler:
     the next, so the sum tree's work hides behind the train step. Each batch is therefore drawn before the
     priorities of the batch just before it are known: one update stale, as Ape-X's learner, which prefetches its
     batches and updates priorities asynchronously (Horgan et al. 2018, section 3). Uniform replay goes through the
-    same thread, so the two are timed alike."""
+    same thread, so the two are timed alike. Adds go through `add`, which waits for the thread's jobs first, so
+    that each draw sees the same replay whatever the threads' timing: a run is as reproducible as without it."""
 
     WAIT_SECS = 60.0  # a draw takes milliseconds; a thread silent this long is stuck
 
@@ -213,6 +215,7 @@ class PrefetchingSampler:
         self.jobs = queue.Queue()  # ("draw", batch_size, beta) or ("priorities", slots, errors), in order
         self.batches = queue.Queue()  # the drawn batches, or the exception that stopped the thread
         self.pending = False  # a draw has been asked for and not taken
+        self.failed = False
         self.thread = threading.Thread(target=self._serve, name="replay-sampler", daemon=True)
         self.thread.start()
 
@@ -222,16 +225,19 @@ class PrefetchingSampler:
     def _serve(self):
         while True:
             job = self.jobs.get()
-            if job is None:
-                return
             try:
+                if job is None:
+                    return
                 if job[0] == "draw":
                     self.batches.put(self.memory.sample(job[1], job[2]))
                 else:
                     self.memory.update_priorities(job[1], job[2])
             except Exception as error:  # handed to the learner, which raises it: the thread never dies silently
                 self.batches.put(error)
+                self.failed = True
                 return
+            finally:
+                self.jobs.task_done()
 
     def sample(self, batch_size, beta=0.4):
         """The batch drawn meanwhile (the first: drawn now), as PrioritizedReplay.sample; the next is asked for."""
@@ -249,6 +255,12 @@ class PrefetchingSampler:
 
     def update_priorities(self, slots, errors):
         self.jobs.put(("priorities", slots, errors))
+
+    def add(self, *transitions, **columns):
+        """PrioritizedReplay.add, once the draw and the priorities asked for are done."""
+        if not self.failed:
+            self.jobs.join()
+        return self.memory.add(*transitions, **columns)
 
     def close(self):
         """Stop the thread after the jobs asked for (a batch drawn and not taken is dropped)."""

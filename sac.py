@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 import model
-from dqn import observation_placeholder
+from offpolicy import observation_placeholder
 from sessions import global_step_variable
 
 tf1 = tf.compat.v1
@@ -105,8 +105,10 @@ class SAC:
             self.num_actions = action_space.n
             self.actions = tf1.placeholder(tf.int32, [None], "actions")
             self.target_entropy = config.target_entropy_scale * float(np.log(self.num_actions))
+            self.action_shape, self.action_dtype = (), np.int64  # how the replay keeps the actions
         else:
             self.action_size = int(np.prod(action_space.shape))
+            self.action_shape, self.action_dtype = (self.action_size,), np.float32
             self.low = action_space.low.astype(np.float32).ravel()
             self.high = action_space.high.astype(np.float32).ravel()
             self.actions = tf1.placeholder(tf.float32, [None, self.action_size], "actions")  # in [-1, 1]
@@ -205,6 +207,31 @@ class SAC:
             return actions, actions
         actions = session.run(self.mean_action if greedy else self.sampled, {self.observations: observations})
         return scaled_actions(actions, self.low, self.high), actions
+
+    # what offpolicy.LocalRun asks of a learner (offpolicy.py's docstring)
+
+    def initialise(self, session):
+        session.run(self.copy_to_target)
+
+    def explore(self, session, observations, step, rng):
+        """A sample of the policy; uniformly random actions while the replay fills (learning_starts steps), as
+        stable-baselines3 and cleanrl begin."""
+        if step >= self.config.learning_starts:
+            return self.act(session, observations, rng)
+        if self.discrete:
+            actions = rng.integers(0, self.num_actions, len(observations))
+            return actions, actions
+        actions = rng.uniform(-1.0, 1.0, (len(observations), self.action_size)).astype(np.float32)
+        return scaled_actions(actions, self.low, self.high), actions
+
+    def evaluation_actions(self, session, observations, rng):
+        return self.act(session, observations, rng, greedy=True)[0]
+
+    def after_update(self, session, updates):
+        """Nothing: the targets' Polyak step is part of the train op."""
+
+    def exploration(self, step):
+        return {}
 
     def train(self, session, batch, weights):
         """One update of the critics, the actor and the temperature, then the targets' Polyak step; ({tag: value}

@@ -344,6 +344,14 @@ def check_args(args):
                           "--num-ps with --cluster or --ps-hosts/--worker-hosts")
     if args.tasks and not has_cluster(args):
         raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
+    if args.algo == "sac":
+        if args.num_workers not in (None, 0) or has_cluster(args):
+            raise LaunchError("--algo sac runs in one process for now (--num-workers 0, its default): its actors "
+                              "and learner on a cluster are not built yet")
+        if args.unsup != "none":
+            raise LaunchError(f"--algo sac with --unsup {args.unsup}: curiosity with SAC is not built yet")
+        args.num_workers = 0
+        return
     args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
     if args.algo == "dqn":
         if has_cluster(args):
@@ -352,7 +360,8 @@ def check_args(args):
         if args.num_workers == 0:
             return
     elif args.num_workers == 0:
-        raise LaunchError("--num-workers 0 (one process) is DQN's mode: give --algo dqn, or 1 or more workers")
+        raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
+                          "or more workers")
     if not 1 <= args.num_workers <= MAX_WORKERS:
         raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
     if not 1 <= args.num_ps <= MAX_TASKS - args.num_workers:
@@ -583,20 +592,20 @@ def run_supervisor(log_dir):
 
 
 def run_in_this_process(args):
-    """The one-process mode (`--algo dqn --num-workers 0`): checks, then the run in the foreground."""
+    """The one-process mode (`--algo dqn --num-workers 0`, `--algo sac`): checks, then the run in the foreground."""
     log_dir = os.path.abspath(args.log_dir)
     check_log_dir(log_dir)
     check_not_running(log_dir)
     if args.dry_run:
-        print(f"one process: dqn.run_local on {args.env_id}, logs in {log_dir}")
+        print(f"one process: offpolicy.run_local ({args.algo}) on {args.env_id}, logs in {log_dir}")
         return 0
     try:
         os.makedirs(log_dir, exist_ok=True)
         constants.check_same_run(log_dir, dict(constants.recorded_run_flags(args), num_workers=0))
-        import dqn  # TensorFlow: only now, once the flags are known to be good
+        import offpolicy  # TensorFlow: only now, once the flags are known to be good
 
         args.log_dir = log_dir
-        return dqn.run_local(args)
+        return offpolicy.run_local(args)
     except (constants.ConfigError, constants.UsageError, envs.EnvError, logdir.UnreadableCheckpoint) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
@@ -743,7 +752,7 @@ def main(argv=None):
     args.exp_name = args.exp_name or (DEFAULT_SESSION if args.algo == "a3c" else args.algo)
     try:
         check_args(args)
-        if args.algo == "dqn" and args.num_workers == 0:
+        if args.algo in constants.REPLAY_ALGOS and args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
         network = resolve_network(args, cluster)

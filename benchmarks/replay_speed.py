@@ -77,9 +77,9 @@ def main(argv=None):
             for kind, memory in memories.items():
                 sampler = memory if args.in_line else replay.PrefetchingSampler(memory)
 
-                def update():  # what dqn.learn_step does
+                def update():  # what offpolicy.learn_step does
                     slots, batch, weights = sampler.sample(args.batch_size, 0.4)
-                    _, errors, _ = network.train(session, batch, weights)
+                    _, errors = network.train(session, batch, weights)
                     sampler.update_priorities(slots, errors)
 
                 def replay_only():

@@ -55,7 +55,7 @@ def test_an_update_trains_the_online_network_only_and_the_target_copies_it_when_
         targets = session.run(network.targets, {network.next_observations: batch["next_observations"],
                                                 network.returns: batch["returns"],
                                                 network.discounts: batch["discounts"]})
-        loss, td_errors, _ = network.train(session, batch, np.ones(8, np.float32))
+        _, td_errors = network.train(session, batch, np.ones(8, np.float32))
         # the TD errors are those of the weights before the update: y - Q(s, a)
         assert td_errors == pytest.approx(np.abs(targets - q_values[np.arange(8), batch["actions"]]), abs=1e-5)
         online_after, target_after = session.run([network.online_variables, network.target_variables])
@@ -68,13 +68,13 @@ def test_an_update_trains_the_online_network_only_and_the_target_copies_it_when_
 
 
 def test_the_replay_ratio_is_kept_from_the_end_of_the_warm_up():
-    import dqn
+    import offpolicy
 
     config = small_config(learning_starts=100, batch_size=32, replay_ratio=8)  # a batch of 32 every 4 inserts
-    assert dqn.updates_due(99, 0, config) == 0
-    assert dqn.updates_due(100, 0, config) == 1
-    assert dqn.updates_due(103, 1, config) == 0 and dqn.updates_due(104, 1, config) == 1
-    assert dqn.updates_due(100 + 400, 0, config) == 101  # 400 inserts x 8 / 32, and the first one
+    assert offpolicy.updates_due(99, 0, config) == 0
+    assert offpolicy.updates_due(100, 0, config) == 1
+    assert offpolicy.updates_due(103, 1, config) == 0 and offpolicy.updates_due(104, 1, config) == 1
+    assert offpolicy.updates_due(100 + 400, 0, config) == 101  # 400 inserts x 8 / 32, and the first one
 
 
 def test_exploration_decays_linearly_then_stays():
@@ -180,11 +180,11 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
 
 
 def test_the_curiosity_reward_is_added_to_the_stored_reward_and_counted_apart():
-    import dqn
     import envs
+    import offpolicy
 
     config = small_config(n_step=1, gamma=0.5)
-    acting = dqn.Acting([envs.create_env("Corridor-v0")], config, np.float32, seed=0)
+    acting = offpolicy.Acting([envs.create_env("Corridor-v0")], config, np.float32, seed=0)
     seen = []
 
     def bonus(observations, following, actions):
@@ -212,6 +212,18 @@ def test_dqn_with_the_icm_trains_its_predictor_on_replayed_batches(tmp_path):
     assert open(log_dir / "rewards.txt").read().splitlines()[-1].split()[2] == "1.0"
 
 
+def test_a_one_process_run_is_reproducible_with_its_batches_drawn_in_a_thread(tmp_path):
+    """The same seed twice: the same episodes (step, reward, length), though every batch is drawn in the sampler's
+    thread while TensorFlow trains: the thread's timing must not change what a draw sees."""
+    runs = []
+    for name in ("a", "b"):
+        result = train_py(*CORRIDOR, "--log-dir", str(tmp_path / name), "--set", "max_global_steps=1200")
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs.append([(row["global_step"], row["reward"], row["length"])
+                     for row in csv.DictReader(open(tmp_path / name / "episodes_0.csv"))])
+    assert len(runs[0]) > 20 and runs[0] == runs[1]
+
+
 RND_WARM_UP = 300
 
 
@@ -237,9 +249,9 @@ def test_dqn_with_rnd_seeds_and_merges_its_statistics_and_keeps_its_target(tmp_p
     checkpoints = tf.train.get_checkpoint_state(str(log_dir / "train")).all_model_checkpoint_paths
     first, last = checkpoints[0], checkpoints[-1]  # at steps 500 and 1,000
     observations, returns, observation_var = rnd_statistics(last)
-    import dqn
+    import offpolicy
 
-    merged = 1000 // dqn.ActingBonus.STATISTICS_EVERY * dqn.ActingBonus.STATISTICS_EVERY
+    merged = 1000 // offpolicy.ActingBonus.STATISTICS_EVERY * offpolicy.ActingBonus.STATISTICS_EVERY
     assert observations == pytest.approx(RND_WARM_UP + merged, abs=1) and returns == pytest.approx(merged, abs=1)
     assert 0 < observation_var < 1, "the corridor's positions, not the starting variance of 1"
     assert rnd_statistics(first)[0] < observations

@@ -294,7 +294,7 @@ def test_unknown_env_id(tmp_path):
 
 def test_zero_workers(tmp_path):
     assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path), "--dry-run"),
-                          "--num-workers 0 (one process) is DQN's mode")
+                          "--num-workers 0 (one process) is the replay learners' mode")
     assert_one_line_error(run_train("--num-workers", "-1", "--log-dir", str(tmp_path), "--dry-run"),
                           "--num-workers must be")
 
