@@ -96,3 +96,49 @@ def test_one_update_trains_each_part_and_moves_the_targets_by_tau(graph, space):
         assert played.dtype.kind == "i" and set(played) <= {0, 1, 2} and np.array_equal(played, stored)
     else:
         assert played.shape == (5, 1) and np.all(np.abs(played) <= 2.0) and np.allclose(played, 2.0 * stored)
+
+
+def train_py(*args):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    return subprocess.run([sys.executable, f"{ROOT}/train.py", *args], capture_output=True, text=True, timeout=280)
+
+
+def evaluations(log_dir):
+    return [float(line.split()[2]) for line in open(log_dir / "rewards.txt")]
+
+
+def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path):
+    """`--algo sac` on the 8-cell corridor (discrete actions): an evaluation and a checkpoint every 500 steps, an
+    update per step after the warm-up; the same command again goes on from the checkpoint (its step and update
+    count) to the new max_global_steps. (Not whether it learns the corridor: SAC's entropy bonus, paid every step,
+    outweighs the corridor's +1 for ending the episode; docs/sac.md.)"""
+    import tensorflow as tf
+
+    flags = ["--algo", "sac", "--env-id", "Corridor-v0", "--log-dir", str(tmp_path), "--eval-every", "500",
+             "--eval-episodes", "2", "--set", "learning_starts=200", "--set", "batch_size=64",
+             "--set", "replay_ratio=64"]
+    result = train_py(*flags, "--set", "max_global_steps=1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(evaluations(tmp_path)) == 2
+    result = train_py(*flags, "--allow-config-change", "--set", "max_global_steps=1500")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resumed from" in result.stderr and len(evaluations(tmp_path)) == 3
+    latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
+    # 801 updates in the first run (one at the warm-up's end, then one per step), 301 in the second, which refills
+    # the replay for 200 steps first
+    assert latest.endswith("-1500") and tf.train.load_variable(latest, "updates") == 801 + 301
+
+
+@pytest.mark.learning
+def test_sac_swings_the_pendulum_up_within_6000_steps(tmp_path):
+    """Continuous actions: with the sac_classic preset the policy's mean holds the pendulum up (an evaluation
+    return above -400; a random policy's is about -1,200) after 6,000 steps."""
+    result = train_py("--algo", "sac", "--env-id", "Pendulum-v1", "--log-dir", str(tmp_path), "--eval-every", "3000",
+                      "--set", "max_global_steps=6000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, last = evaluations(tmp_path)
+    assert first < -600 < -400 < last, (first, last)
