@@ -230,11 +230,57 @@ class QAgent:
         self.session.close()
 
 
+class SACAgent:
+    """A SAC run's actor in a graph of its own, restored from a checkpoint: the policy's mean action when greedy
+    (its most likely one when discrete), else a sample of the policy."""
+
+    def __init__(self, env, run, config, checkpoint, seed=0):
+        import model
+        import offpolicy
+        import sac
+
+        tf1 = import_tf()
+        self.graph = tf1.Graph()
+        self.rng = np.random.default_rng(seed)
+        space = env.observation_space
+        self.dtype = offpolicy.stored_dtype(space)
+        with self.graph.as_default():
+            head = model.choose_head(space.shape, run.get("design_head"))
+            self.network = sac.SAC(space.shape, env.action_space, config, head, self.dtype)
+            self.session = restored_session(tf1, self.graph, self.network.actor_variables, checkpoint, "actor")
+
+    def reset(self):
+        pass
+
+    def act(self, observation, greedy):
+        import offpolicy
+
+        stored = offpolicy.to_stored([observation], self.dtype)
+        actions, _ = self.network.act(self.session, stored, self.rng, greedy=greedy)
+        return offpolicy.env_action(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0
+
+    def close(self):
+        self.session.close()
+
+
 def make_agent(args, env, run, config, checkpoint):
-    """The run's policy as an agent: the A3C policy, or a DQN's Q network."""
-    if run.get("algo", "a3c") == "dqn":
+    """The run's policy as an agent: the A3C policy, a DQN's Q network or a SAC run's actor."""
+    algo = run.get("algo", "a3c")
+    if algo == "dqn":
         return QAgent(env, run, config, checkpoint, args.epsilon, args.seed)
+    if algo == "sac":
+        return SACAgent(env, run, config, checkpoint, args.seed)
     return Agent(env, run, config, checkpoint)
+
+
+def random_action(space, rng):
+    """A uniformly random action of a discrete space (an int) or of a bounded Box (a float32 vector), from `rng`."""
+    if hasattr(space, "n"):
+        return int(rng.integers(space.n))
+    return rng.uniform(space.low, space.high).astype(np.float32)
 
 
 def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0,
@@ -255,8 +301,8 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
         check_interrupt()
         action = None if agent is None else agent.act(observation, greedy)
         if action is None or step < random_steps:
-            action = int(rng.integers(env.action_space.n))
-        actions.update(action.to_bytes(2, "little"))
+            action = random_action(env.action_space, rng)
+        actions.update(np.asarray(action).tobytes())
         next_observation, _, terminated, truncated, info = env.step(action)
         if agent is not None:
             episode["bonus"] += agent.bonus(observation, next_observation, action)
@@ -340,7 +386,8 @@ def describe(index, episode):
 
 def make_env(args, run, record):
     env_id = args.env_id or run["env_id"]
-    return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None)
+    return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
+                           continuous_actions=run.get("algo") == "sac")
 
 
 def deferred_interrupt(agent):

@@ -2,11 +2,18 @@
 """Time-to-solve benchmark: launch `train.py` as a user would and time how long CartPole-v1 takes to be solved.
 
 Solved (gymnasium's threshold): mean reward >= 475 over the last 100 episodes of all workers together (or of the
-workers `--counted` names), read from the episode CSVs while the run trains. One run per seed; prints progress,
-then a summary, and writes `<out>/time_to_solve.json`.
+workers `--counted` names), read from the episode CSVs while the run trains; `--solved-mean` and `--window` set
+another criterion. One run per seed; prints progress, then a summary, and writes `<out>/time_to_solve.json`
+(each run's output in `<out>/seed<N>.log`).
 
     python benchmarks/cartpole_time_to_solve.py --num-workers 2 --seeds 0 1 2 --mode tmux
     python benchmarks/cartpole_time_to_solve.py --num-workers 2 --seeds 0 1 2 --mode child --counted 1 -- --algo dqn
+    python benchmarks/cartpole_time_to_solve.py --num-workers 0 --seeds 0 1 2 --mode child -- --algo sac
+    python benchmarks/cartpole_time_to_solve.py --env-id Pendulum-v1 --solved-mean -200 --window 10 \
+        --num-workers 0 --seeds 0 1 2 --mode child -- --algo sac
+
+A one-process run (`--num-workers 0`: DQN or SAC) ends at its max_global_steps: a seed not solved by then is
+reported as not solved, with the steps it ran.
 
 With `--algo dqn` (Ape-X) actor 0 explores with epsilon 0.4 throughout, so its episodes say little of the policy:
 `--counted 1` judges by the actor that explores least (epsilon 0.4^8).
@@ -49,11 +56,14 @@ def run_seed(args, seed):
             str(args.num_workers), "--env-id", args.env_id, "--log-dir", log_dir, "--expId", str(args.exp_id),
             "--expName", f"bench-solve-{seed}", "--no-tensorboard", "--set", f"seed={seed}", *args.extra]
     start = time.time()
-    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    os.makedirs(args.out, exist_ok=True)
+    output_path = os.path.join(args.out, f"seed{seed}.log")
+    with open(output_path, "w") as output:  # a file, not a pipe: a progress bar must not fill a pipe and block
+        launcher = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, text=True)
     if args.mode == "tmux":
-        output = launcher.communicate()[0]
+        launcher.wait()
         if launcher.returncode != 0:
-            sys.exit(f"launch failed: {output.strip()}")
+            sys.exit(f"launch failed: {open(output_path).read().strip()[-2000:]}")
     result = {"seed": seed, "solved": False, "seconds": None, "global_step": None, "episodes": 0}
     try:
         while time.time() - start < args.max_minutes * 60:
@@ -61,12 +71,12 @@ def run_seed(args, seed):
             rows = recent_rewards(log_dir, args.counted)
             elapsed = time.time() - start
             if rows:
-                window = [reward for _, reward, _ in rows[-WINDOW:]]
+                window = [reward for _, reward, _ in rows[-args.window:]]
                 mean = sum(window) / len(window)
                 print(f"seed {seed}: {elapsed:6.0f} s, global step {rows[-1][2]:8d}, {len(rows):5d} episodes, "
                       f"mean reward of the last {len(window)}: {mean:6.1f}", flush=True)
                 result.update(episodes=len(rows), global_step=rows[-1][2])
-                if len(window) == WINDOW and mean >= SOLVED_MEAN:
+                if len(window) == args.window and mean >= args.solved_mean:
                     result.update(solved=True, seconds=round(rows[-1][0] - start, 1))
                     break
             if args.mode == "child" and launcher.poll() is not None:
@@ -89,6 +99,8 @@ def main():
     parser.add_argument("--out", default=os.path.join("tmp", "bench-time-to-solve"))
     parser.add_argument("--counted", type=int, nargs="+", default=None, metavar="TASK",
                         help="judge by the episodes of these workers (actors) only (default: all)")
+    parser.add_argument("--solved-mean", type=float, default=SOLVED_MEAN, help="the mean return that solves it")
+    parser.add_argument("--window", type=int, default=WINDOW, help="episodes in that mean")
     parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
     args = parser.parse_args()
     results = [run_seed(args, seed) for seed in args.seeds]
@@ -98,6 +110,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "time_to_solve.json"), "w") as handle:
         json.dump({"num_workers": args.num_workers, "env_id": args.env_id, "cpus": os.cpu_count(),
+                   "solved_mean": args.solved_mean, "window": args.window,
                    "counted": args.counted, "train_flags": args.extra, "results": results}, handle, indent=2)
     return 0 if all(r["solved"] for r in results) else 1
 

@@ -133,6 +133,32 @@ def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path)
     assert latest.endswith("-1500") and tf.train.load_variable(latest, "updates") == 801 + 301
 
 
+def test_demo_plays_a_continuous_sac_checkpoint_with_vector_actions(tmp_path):
+    """A short Pendulum run, then demo.py: the greedy policy (the mean action) is deterministic, so a second
+    playback from the same seeds takes the same actions; sampled actions differ; the episodes are recorded."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    result = train_py("--algo", "sac", "--env-id", "Pendulum-v1", "--log-dir", str(tmp_path / "run"),
+                      "--eval-every", "300", "--eval-episodes", "1", "--set", "max_global_steps=300",
+                      "--set", "learning_starts=256")
+    assert result.returncode == 0, result.stderr[-3000:]
+    digests = []
+    for index, mode in enumerate(("--greedy", "--greedy", "--record")):
+        out = tmp_path / f"demo{index}"
+        demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(tmp_path / "run"), mode,
+                               "--episodes", "2", "--seed", "0", "--max-steps", "50", "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert demo.returncode == 0, demo.stderr[-2000:]
+        digests.append([episode["actions_digest"] for episode in
+                        json.load(open(out / "summary.json"))["episode_details"]])
+    assert digests[0] == digests[1] and digests[2] != digests[0]
+    assert (tmp_path / "demo2" / "episode_1.mp4").exists()
+
+
 @pytest.mark.learning
 def test_sac_swings_the_pendulum_up_within_6000_steps(tmp_path):
     """Continuous actions: with the sac_classic preset the policy's mean holds the pendulum up (an evaluation
