@@ -360,6 +360,10 @@ RUN_FLAGS = (
             default="auto", choices=PRESET_CHOICES),
     RunFlag("pretrain", ("--pretrain",), "start a new run from another run's trainable weights (its log dir or a "
             "checkpoint); the global step restarts at 0"),
+    RunFlag("restore_include", ("--restore-include",), "with --pretrain: restore only the variables whose names "
+            "match this regular expression (e.g. '^actor/')"),
+    RunFlag("restore_exclude", ("--restore-exclude",), "with --pretrain: leave the variables whose names match this "
+            "regular expression fresh (e.g. 'critic|target')"),
     RunFlag("overrides", ("--set",), "override a hyper-parameter of constants.py (repeatable); see "
             "train.py --help-config", kind="list"),
 )

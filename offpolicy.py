@@ -31,7 +31,7 @@ import logdir
 import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
-from sessions import DeferredInterrupt
+from sessions import DeferredInterrupt, pretrain_init
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("offpolicy")
@@ -274,15 +274,21 @@ class LocalRun:
         self.saver = tf1.train.Saver(max_to_keep=3)
         self.train_dir = logdir.checkpoints_dir(log_dir)
 
-    def restore_or_initialise(self, session, check_checkpoint):
+    def restore_or_initialise(self, session, check_checkpoint, pretrain=None):
+        """The run's checkpoint; else fresh variables, with `pretrain` (sessions.pretrain_init's arguments: source,
+        include, exclude) restoring some of the trainable ones from another run first."""
         latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
         if latest:
             self.saver.restore(session, latest)
-            logger.info("resumed from %s at step %d; the replay refills first (%d transitions)", latest,
-                        session.run(self.agent.global_step), self.config.learning_starts)
-        else:
-            session.run(tf1.global_variables_initializer())
-            self.agent.initialise(session)
+            logger.info("resumed from %s at step %d; the replay refills first (%d transitions)%s", latest,
+                        session.run(self.agent.global_step), self.config.learning_starts,
+                        " (--pretrain ignored: this run has its own checkpoint)" if pretrain else "")
+            return
+        session.run(tf1.global_variables_initializer())
+        if pretrain:
+            source, include, exclude = pretrain
+            pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
+        self.agent.initialise(session)  # the targets copy the online networks, restored or fresh
 
     def evaluate(self, session, interrupt):
         """Mean return of eval_episodes episodes played as the agent evaluates (DQN: at eval_epsilon; SAC: the
@@ -306,17 +312,17 @@ class LocalRun:
             env.close()
         return float(np.mean(returns))
 
-    def run(self, session, check_checkpoint):
+    def run(self, session, check_checkpoint, pretrain=None):
         """Train to max_global_steps; the mean return of the last evaluation. Ctrl-C writes a checkpoint at the
         step reached, then raises KeyboardInterrupt."""
         with DeferredInterrupt() as interrupt:
-            return self.play_and_learn(session, check_checkpoint, interrupt)
+            return self.play_and_learn(session, check_checkpoint, interrupt, pretrain)
 
-    def play_and_learn(self, session, check_checkpoint, interrupt):
+    def play_and_learn(self, session, check_checkpoint, interrupt, pretrain=None):
         from tqdm import tqdm
 
         config, agent = self.config, self.agent
-        self.restore_or_initialise(session, check_checkpoint)
+        self.restore_or_initialise(session, check_checkpoint, pretrain)
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
         step = int(session.run(agent.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
@@ -396,7 +402,8 @@ def run_local(args):
     run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
                    args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo)
     with tf1.Session() as session:
-        last = run.run(session, worker.check_checkpoint)
+        pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
+        last = run.run(session, worker.check_checkpoint, pretrain)
     print(f"run over: step {config.max_global_steps:,}; last evaluation {last:.1f} "
           f"({os.path.join(args.log_dir, REWARDS_FILE)})" if last is not None else "run over", flush=True)
     return 0

@@ -8,6 +8,7 @@ messages itself, so no learner can lose the fix for hung workers by forgetting a
 import contextlib
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -222,3 +223,52 @@ class Heartbeat:
                            seconds_in=trainer.timings.snapshot(), rss_mb=supervise.resident_mb(),
                            **getattr(trainer, "status", dict)())
         logdir.write_json_atomically(self.path, self.record)
+
+
+def pretrain_checkpoint(tf1, source):
+    """The checkpoint that --pretrain names: a run's log dir, its train/ dir, or a checkpoint prefix."""
+    from constants import UsageError
+
+    for directory in (logdir.checkpoints_dir(source), source):
+        latest = tf1.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+        if latest:
+            return latest
+    if os.path.exists(source + ".index"):
+        return source
+    raise UsageError(f"--pretrain {source}: no checkpoint there; give a run's log directory or a checkpoint")
+
+
+def pretrain_init(tf1, source, variables, include=None, exclude=None):
+    """An init_fn that restores, of `variables`, those whose names match the regular expression `include` (all
+    when None) and not `exclude`, and that the checkpoint of `source` holds with the same shape; the rest start
+    fresh (the global step and the optimizers' state always do). Logs what was restored and what was not, and why.
+    As PlaNet's filtered restore: new heads train while the old ones load."""
+    from constants import UsageError
+
+    path = pretrain_checkpoint(tf1, source)
+    shapes = logdir.checkpoint_shapes(tf1, path, "--pretrain from another run")
+    try:
+        wanted = [v for v in variables if (include is None or re.search(include, v.op.name))
+                  and not (exclude and re.search(exclude, v.op.name))]
+    except re.error as error:
+        raise UsageError(f"--restore-include/--restore-exclude: not a regular expression ({error})") from None
+    restored = [v for v in wanted if list(shapes.get(v.op.name, [])) == v.shape.as_list()]
+    filtered = [v.op.name for v in variables if v not in wanted]
+    missing = [v.op.name for v in wanted if v not in restored]
+    if not restored:
+        raise UsageError(f"--pretrain {source}: checkpoint {path} has none of the variables asked for "
+                         f"({len(wanted)} of this model's {len(variables)} pass the include/exclude filters)")
+    saver = tf1.train.Saver(restored)
+    logger.info("pretrain: restoring %d of %d trainable variables from %s", len(restored), len(variables), path)
+    logger.info("pretrain: restored %s", ", ".join(v.op.name for v in restored))
+    logger.info("pretrain: not restored (fresh) %s", ", ".join(missing + filtered) or "none")
+    if filtered:
+        logger.info("pretrain: left out by --restore-include/--restore-exclude: %s", ", ".join(filtered))
+    if missing:
+        logger.info("pretrain: not in the checkpoint, or of another shape: %s", ", ".join(missing))
+
+    def init_fn(session):
+        saver.restore(session, path)
+
+    return init_fn
+

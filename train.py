@@ -16,6 +16,7 @@ import concurrent.futures
 import fcntl
 import logging
 import os
+import re
 import select
 import shlex
 import shutil
@@ -342,6 +343,14 @@ def check_args(args):
     if has_cluster(args) and (args.num_workers is not None or args.num_ps != 1):
         raise LaunchError("the cluster names its workers and parameter servers: leave out --num-workers and "
                           "--num-ps with --cluster or --ps-hosts/--worker-hosts")
+    for name in ("restore_include", "restore_exclude"):
+        pattern = getattr(args, name)
+        if pattern is not None and not args.pretrain:
+            raise LaunchError(f"--{name.replace('_', '-')} filters what --pretrain restores: give --pretrain too")
+        try:
+            re.compile(pattern or "")
+        except re.error as error:
+            raise LaunchError(f"--{name.replace('_', '-')} {pattern!r} is not a regular expression ({error})") from None
     if args.tasks and not has_cluster(args):
         raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
     if args.algo == "sac":

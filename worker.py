@@ -27,6 +27,7 @@ import envs  # noqa: E402
 import supervise  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import checkpoint_shapes, import_tf  # noqa: E402
+from sessions import pretrain_init  # noqa: E402
 
 logger = logging.getLogger("worker")
 
@@ -198,37 +199,6 @@ def joining_session_manager(tf1, ready_op):
                                  recovery_wait_secs=CHIEF_WAIT_POLL_SECS)
 
 
-def pretrain_checkpoint(tf1, source):
-    """The checkpoint that --pretrain names: a run's log dir, its train/ dir, or a checkpoint prefix."""
-    for directory in (logdir.checkpoints_dir(source), source):
-        latest = tf1.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
-        if latest:
-            return latest
-    if os.path.exists(source + ".index"):
-        return source
-    raise UsageError(f"--pretrain {source}: no checkpoint there; give a run's log directory or a checkpoint")
-
-
-def pretrain_init(tf1, source, variables):
-    """An init_fn that restores every trainable global variable the checkpoint of `source` has with the same
-    shape; the global step and optimizer state start afresh. Logs what was restored and what was not."""
-    path = pretrain_checkpoint(tf1, source)
-    shapes = checkpoint_shapes(tf1, path, "--pretrain from another run")
-    restored = [v for v in variables if list(shapes.get(v.op.name, [])) == v.shape.as_list()]
-    skipped = [v.op.name for v in variables if v not in restored]
-    if not restored:
-        raise UsageError(f"--pretrain {source}: checkpoint {path} has none of this model's variables")
-    saver = tf1.train.Saver(restored)
-    logger.info("pretrain: restoring %d of %d trainable variables from %s", len(restored), len(variables), path)
-    logger.info("pretrain: restored %s", ", ".join(v.op.name for v in restored))
-    logger.info("pretrain: not restored (fresh) %s", ", ".join(skipped) if skipped else "none")
-
-    def init_fn(session):
-        saver.restore(session, path)
-
-    return init_fn
-
-
 class StopFlag:
     """Set by SIGTERM/SIGINT/SIGHUP so that the chief can write a last checkpoint before exiting; a process still
     busy FORCE_EXIT_SECS later (stuck on a parameter server that is gone) is ended. Before its session is up
@@ -327,7 +297,7 @@ def run_worker(args):
                         if args.pretrain else "")
         elif args.pretrain:
             trainable = [v for v in tf1.trainable_variables() if v.name.startswith("global/")]
-            init_fn = pretrain_init(tf1, args.pretrain, trainable)
+            init_fn = pretrain_init(tf1, args.pretrain, trainable, args.restore_include, args.restore_exclude)
         else:
             logger.info("no checkpoint in %s: starting fresh", train_dir)
 

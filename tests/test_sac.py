@@ -133,23 +133,32 @@ def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path)
     assert latest.endswith("-1500") and tf.train.load_variable(latest, "updates") == 801 + 301
 
 
-def test_demo_plays_a_continuous_sac_checkpoint_with_vector_actions(tmp_path):
-    """A short Pendulum run, then demo.py: the greedy policy (the mean action) is deterministic, so a second
-    playback from the same seeds takes the same actions; sampled actions differ; the episodes are recorded."""
+SHORT_PENDULUM = ["--algo", "sac", "--env-id", "Pendulum-v1", "--eval-every", "300", "--eval-episodes", "1",
+                  "--set", "max_global_steps=300", "--set", "learning_starts=256"]
+
+
+@pytest.fixture(scope="module")
+def pendulum_run(tmp_path_factory):
+    """A short continuous SAC run (300 steps, 45 updates), shared by the tests that read its checkpoint."""
+    log_dir = tmp_path_factory.mktemp("pendulum") / "run"
+    result = train_py(*SHORT_PENDULUM, "--log-dir", str(log_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return log_dir
+
+
+def test_demo_plays_a_continuous_sac_checkpoint_with_vector_actions(pendulum_run, tmp_path):
+    """demo.py on a Pendulum run: the greedy policy (the mean action) is deterministic, so a second playback from
+    the same seeds takes the same actions; sampled actions differ; the episodes are recorded."""
     import json
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    result = train_py("--algo", "sac", "--env-id", "Pendulum-v1", "--log-dir", str(tmp_path / "run"),
-                      "--eval-every", "300", "--eval-episodes", "1", "--set", "max_global_steps=300",
-                      "--set", "learning_starts=256")
-    assert result.returncode == 0, result.stderr[-3000:]
     digests = []
     for index, mode in enumerate(("--greedy", "--greedy", "--record")):
         out = tmp_path / f"demo{index}"
-        demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(tmp_path / "run"), mode,
+        demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(pendulum_run), mode,
                                "--episodes", "2", "--seed", "0", "--max-steps", "50", "--out", str(out)],
                               capture_output=True, text=True, timeout=120)
         assert demo.returncode == 0, demo.stderr[-2000:]
@@ -157,6 +166,37 @@ def test_demo_plays_a_continuous_sac_checkpoint_with_vector_actions(tmp_path):
                         json.load(open(out / "summary.json"))["episode_details"]])
     assert digests[0] == digests[1] and digests[2] != digests[0]
     assert (tmp_path / "demo2" / "episode_1.mp4").exists()
+
+
+def test_a_filtered_restore_loads_the_included_variables_and_leaves_the_rest_fresh(pendulum_run, tmp_path):
+    """--pretrain with --restore-include '^actor/' --restore-exclude 'log_std': a new run starts with the source's
+    actor but for its log-std layer; its critics, that layer and the temperature start fresh. The learning rate is
+    too small to move the weights in its updates, so its checkpoint shows what was loaded. The log says which."""
+    import tensorflow as tf
+
+    result = train_py(*SHORT_PENDULUM, "--log-dir", str(tmp_path / "new"), "--pretrain", str(pendulum_run),
+                      "--restore-include", "^actor/", "--restore-exclude", "log_std", "--set", "learning_rate=1e-12",
+                      "--set", "seed=7")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "pretrain: left out by --restore-include/--restore-exclude: " in result.stderr
+    source = tf.train.latest_checkpoint(str(pendulum_run / "train"))
+    new = tf.train.latest_checkpoint(str(tmp_path / "new" / "train"))
+    names = [name for name, _ in tf.train.list_variables(new) if "adam" not in name.lower()
+             and name.split("/")[0] in ("actor", "critic", "log_alpha")]
+    loaded = [name for name in names if name.startswith("actor/") and "log_std" not in name]
+    assert loaded and len(loaded) < len(names)
+    for name in names:
+        same = np.allclose(tf.train.load_variable(source, name), tf.train.load_variable(new, name), atol=1e-6)
+        assert same == (name in loaded), name
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--restore-include", "^actor/"], "--restore-include filters what --pretrain restores: give --pretrain too"),
+    (["--pretrain", "x", "--restore-exclude", "("], "--restore-exclude '(' is not a regular expression"),
+])
+def test_bad_restore_filters_are_one_line(flags, message, tmp_path):
+    result = train_py(*SHORT_PENDULUM, "--log-dir", str(tmp_path), *flags)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.learning
