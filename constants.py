@@ -335,6 +335,7 @@ class RunFlag:
     always: bool = False  # handed on even when it is the default, so that every command line says it
     recorded: bool = False  # written into config.json's "run"
     identity: bool = False  # what makes the checkpoint meaningful: a relaunch must agree on it
+    type: object = None  # argparse's type of a value flag (str when None)
 
 
 ALGOS = ("a3c", "dqn", "sac")  # --algo: the learner
@@ -363,6 +364,8 @@ RUN_FLAGS = (
             default="auto", choices=PRESET_CHOICES),
     RunFlag("pretrain", ("--pretrain",), "start a new run from another run's trainable weights (its log dir or a "
             "checkpoint); the global step restarts at 0"),
+    RunFlag("prefill_random", ("--prefill-random",), "--algo dqn or sac: a new run first plays this many episodes of "
+            "uniformly random actions into its replay and train_episodes/", default=0, type=int),
     RunFlag("restore_include", ("--restore-include",), "with --pretrain: restore only the variables whose names "
             "match this regular expression (e.g. '^actor/')"),
     RunFlag("restore_exclude", ("--restore-exclude",), "with --pretrain: leave the variables whose names match this "
@@ -385,6 +388,8 @@ def add_run_flags(parser, more_help=None):
             options.update(action="append", default=[], metavar="NAME=VALUE")
         else:
             options.update(default=flag.default, choices=flag.choices)
+            if flag.type is not None:
+                options["type"] = flag.type
         parser.add_argument(*flag.spellings, **options)
 
 

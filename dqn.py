@@ -108,6 +108,10 @@ class DQN:
         actions, _ = self.act(session, observations, epsilon_at(step, self.config), rng)
         return actions, actions
 
+    def random_actions(self, count, rng):
+        actions = rng.integers(0, self.num_actions, count)
+        return actions, actions
+
     def evaluation_actions(self, session, observations, rng):
         return self.act(session, observations, self.config.eval_epsilon, rng)[0]
 

@@ -11,12 +11,16 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/eval.csv, eval/, best/                 demo.py --watch: evaluations, their events, the best checkpoint
     <log-dir>/supervised.json, supervisor.json, stopping   the supervisor's commands, its record, the stop marker
     <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
+    <log-dir>/train_episodes/, test_episodes/        the replay learners' episodes, one .npz each (EPISODE_KEYS)
 """
 import csv
 import glob
 import json
 import logging
 import os
+import time
+import uuid
+import zipfile
 
 logger = logging.getLogger("logdir")
 
@@ -82,6 +86,54 @@ def write_json_atomically(path, record):
     with open(temporary, "w") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     os.replace(temporary, path)
+
+
+TRAIN_EPISODES, TEST_EPISODES = "train_episodes", "test_episodes"
+# An episode of T steps as PlaNet stores it: T + 1 rows, the first the reset observation with a zero action, reward
+# and the discount 1; discount 0 on the step that terminated it (a time limit's truncation keeps 1).
+EPISODE_KEYS = ("observation", "action", "reward", "discount")
+
+
+def write_episode(directory, episode):
+    """One episode ({EPISODE_KEYS: arrays}) as a compressed .npz named by time, a unique id and its length (in
+    steps), written whole or not at all; the path."""
+    os.makedirs(directory, exist_ok=True)
+    length = len(episode["reward"]) - 1
+    name = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex}-{length}.npz"
+    path = os.path.join(directory, name)
+    temporary = f"{path}.tmp"
+    with open(temporary, "wb") as handle:  # a file object: numpy would add .npz to a name
+        import numpy as np
+
+        np.savez_compressed(handle, **{key: episode[key] for key in EPISODE_KEYS})
+    os.replace(temporary, path)
+    return path
+
+
+def episode_files(directory):
+    """The .npz episodes of `directory`, oldest first (their names begin with the time)."""
+    return sorted(glob.glob(os.path.join(directory, "*.npz")))
+
+
+def read_episodes(directory, max_steps=None):
+    """The newest episodes of `directory` whose steps add up to at most `max_steps` (all without it), oldest first;
+    a file that cannot be read whole (cut short, not an episode) is skipped with a warning."""
+    import numpy as np
+
+    episodes, steps = [], 0
+    for path in reversed(episode_files(directory)):
+        try:
+            with np.load(path) as data:
+                episode = {key: data[key] for key in EPISODE_KEYS}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            logger.warning("skipping episode file %s: it cannot be read whole (%s)", path, error)
+            continue
+        length = len(episode["reward"]) - 1
+        if max_steps is not None and steps + length > max_steps:
+            break
+        episodes.append(episode)
+        steps += length
+    return episodes[::-1]
 
 
 def cut_partial_line(path):

@@ -9,7 +9,8 @@ n-step transitions, a curiosity bonus added to the stored reward, the learn step
 A learner (dqn.DQN, sac.SAC) gives LocalRun and learn_step: `config`; the variables `global_step` and `updates`;
 `action_shape`, `action_dtype` (how the replay keeps its actions); `initialise(session)` (a new run's targets);
 `explore(session, observations, step, rng)` -> (actions for the environments, actions for the replay);
-`evaluation_actions(session, observations, rng)`; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
+`random_actions(count, rng)` -> the same of uniformly random actions; `evaluation_actions(session, observations,
+rng)`; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
 `after_update(session, updates)`; `exploration(step)` -> {tag: value} of its exploration schedule.
 
 `python train.py --algo dqn --num-workers 0 --env-id CartPole-v1` runs it all in one process (`LocalRun`), with a
@@ -102,14 +103,16 @@ class Acting:
     """K environments in lockstep, each feeding its n-step buffer: the acting of the one-process mode and of each
     Ape-X actor. Rewards are scaled by reward_scale into the transitions, the episodes' own sums are kept too."""
 
-    def __init__(self, envs, config, dtype, seed):
-        self.envs, self.config, self.dtype = envs, config, dtype
+    def __init__(self, envs, config, dtype, seed, episodes_dir=None):
+        """`episodes_dir`: each finished episode is written there too (logdir.write_episode)."""
+        self.envs, self.config, self.dtype, self.episodes_dir = envs, config, dtype, episodes_dir
         for index, env in enumerate(envs):
             env.action_space.seed(seed + index)
         # each environment's observation as the replay stores it, converted once: the actor acts on these too
         self.stored = list(to_stored([env.reset(seed=seed + index)[0] for index, env in enumerate(envs)], dtype))
         self.tallies = [EpisodeTally() for _ in envs]
         self.n_steps = [replay.NStepBuffer(config.n_step, config.gamma) for _ in envs]
+        self.records = [new_record(observation) for observation in self.stored]  # each environment's episode
 
     def stored_observations(self):
         return np.asarray(self.stored)
@@ -136,16 +139,51 @@ class Acting:
                                                reward * self.config.reward_scale + bonuses[k], following[k],
                                                terminated, truncated)
             self.stored[k] = following[k]
+            record = self.records[k]
+            for key, value in zip(logdir.EPISODE_KEYS, (following[k], stored_actions[k], reward,
+                                                        0.0 if terminated else 1.0)):
+                record[key].append(value)
             if terminated or truncated:
                 finished.append(tally.stats(truncated=not terminated))
+                if self.episodes_dir:
+                    logdir.write_episode(self.episodes_dir, episode_arrays(record))
                 self.stored[k] = to_stored([env.reset()[0]], self.dtype)[0]
                 self.tallies[k] = EpisodeTally()
+                self.records[k] = new_record(self.stored[k])
         columns = replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
         return columns, finished
 
     def close(self):
         for env in self.envs:
             env.close()
+
+
+def new_record(observation):
+    """An episode's record as its reset leaves it: the observation, no action yet (`episode_arrays` adds its zero)."""
+    return {"observation": [observation], "action": [], "reward": [0.0], "discount": [1.0]}
+
+
+def episode_arrays(record):
+    """A record's arrays as logdir.write_episode takes them: the first row's action zero, as PlaNet's."""
+    actions = np.asarray(record["action"])
+    return {"observation": np.asarray(record["observation"]),
+            "action": np.concatenate([np.zeros_like(actions[:1]), actions]),
+            "reward": np.asarray(record["reward"], np.float32), "discount": np.asarray(record["discount"], np.float32)}
+
+
+def transitions_of(episodes, config):
+    """The n-step transitions of stored episodes (logdir.read_episodes), as Acting makes them while it plays, the
+    rewards scaled by reward_scale (no curiosity bonus: it is not stored); a replay.Transition of arrays, or None."""
+    transitions = []
+    for episode in episodes:
+        buffer, steps = replay.NStepBuffer(config.n_step, config.gamma), len(episode["reward"]) - 1
+        for t in range(1, steps + 1):
+            last = t == steps
+            transitions += buffer.add(episode["observation"][t - 1], episode["action"][t],
+                                      float(episode["reward"][t]) * config.reward_scale, episode["observation"][t],
+                                      terminated=last and episode["discount"][t] == 0.0,
+                                      truncated=last and episode["discount"][t] != 0.0)
+    return replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
 
 
 class Curious:
@@ -250,8 +288,10 @@ class LocalRun:
     the replay ratio; evaluations, checkpoints, episode CSV, TensorBoard and a progress bar."""
 
     def __init__(self, log_dir, env_id, config, make_env, head=None, eval_every=DEFAULT_EVAL_EVERY,
-                 eval_episodes=5, progress=True, unsup="none", algo="dqn"):
+                 eval_episodes=5, progress=True, unsup="none", algo="dqn", prefill_random=0):
         self.log_dir, self.env_id, self.config, self.make_env = log_dir, env_id, config, make_env
+        self.prefill_random = prefill_random
+        self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
         self.eval_every, self.eval_episodes, self.progress = eval_every, eval_episodes, progress
         self.envs = [make_env() for _ in range(config.envs_per_worker)]
         space = self.envs[0].observation_space
@@ -280,8 +320,7 @@ class LocalRun:
         latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
         if latest:
             self.saver.restore(session, latest)
-            logger.info("resumed from %s at step %d; the replay refills first (%d transitions)%s", latest,
-                        session.run(self.agent.global_step), self.config.learning_starts,
+            logger.info("resumed from %s at step %d%s", latest, session.run(self.agent.global_step),
                         " (--pretrain ignored: this run has its own checkpoint)" if pretrain else "")
             return
         session.run(tf1.global_variables_initializer())
@@ -328,13 +367,18 @@ class LocalRun:
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
         if self.curious is not None:
             self.curious.warm_up(session, self.envs)  # before Acting resets the environments
-        acting = Acting(self.envs, config, self.dtype, config.seed)
+        loaded = self.refill(step)
+        acting = Acting(self.envs, config, self.dtype, config.seed, self.episodes_dir)
         bonus = None if self.curious is None else self.curious.acting_bonus(session, len(self.envs))
         recent, done_updates, last_eval = [], 0, None
         updates_before = int(session.run(agent.updates))  # the checkpoint's; train ops count on from it
         evaluations = evaluation_count(self.log_dir)
         next_eval = (step // self.eval_every + 1) * self.eval_every
-        started, inserted_at_start = time.time(), self.memory.inserted
+        # the replay ratio counts on from the stored episodes, as if they had just been played
+        started, inserted_at_start = time.time(), self.memory.inserted - min(loaded, config.learning_starts)
+        prefill = self.prefill_random if step == 0 else 0  # a new run's random episodes
+        if prefill:
+            logger.info("prefill: the first %d episodes play uniformly random actions", prefill)
         sampler = replay.PrefetchingSampler(self.memory)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
@@ -343,7 +387,10 @@ class LocalRun:
                 if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
                     self.save(session, step)
                     raise KeyboardInterrupt
-                actions, stored_actions = agent.explore(session, acting.stored_observations(), step, self.rng)
+                if episodes.episodes < prefill:
+                    actions, stored_actions = agent.random_actions(len(self.envs), self.rng)
+                else:
+                    actions, stored_actions = agent.explore(session, acting.stored_observations(), step, self.rng)
                 transitions, finished = acting.step(actions, bonus, stored_actions)
                 for stats in finished:
                     episodes(stats)
@@ -378,6 +425,22 @@ class LocalRun:
             acting.close()
         return last_eval
 
+    def refill(self, step):
+        """A resumed run's replay, from its stored episodes (the newest, up to the replay's capacity): it trains on
+        at once; the number of transitions. A new run's replay starts empty."""
+        if step == 0:
+            return 0
+        episodes = logdir.read_episodes(self.episodes_dir, self.config.replay_capacity)
+        transitions = transitions_of(episodes, self.config)
+        if transitions is None:
+            logger.info("no stored episodes in %s: the replay refills by playing (%d transitions) before training",
+                        self.episodes_dir, self.config.learning_starts)
+            return 0
+        self.memory.add(*transitions[:5], following=transitions.following)
+        logger.info("refilled the replay with %d transitions of the %d newest episodes in %s", len(transitions.action),
+                    len(episodes), self.episodes_dir)
+        return len(transitions.action)
+
     def save(self, session, step):
         self.agent.global_step.load(step, session)  # counted in Python, not with a session.run per step
         self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
@@ -400,7 +463,8 @@ def run_local(args):
     finally:
         probe.close()
     run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
-                   args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo)
+                   args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo,
+                   prefill_random=args.prefill_random)
     with tf1.Session() as session:
         pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
         last = run.run(session, worker.check_checkpoint, pretrain)

@@ -218,10 +218,13 @@ class SAC:
         stable-baselines3 and cleanrl begin."""
         if step >= self.config.learning_starts:
             return self.act(session, observations, rng)
+        return self.random_actions(len(observations), rng)
+
+    def random_actions(self, count, rng):
         if self.discrete:
-            actions = rng.integers(0, self.num_actions, len(observations))
+            actions = rng.integers(0, self.num_actions, count)
             return actions, actions
-        actions = rng.uniform(-1.0, 1.0, (len(observations), self.action_size)).astype(np.float32)
+        actions = rng.uniform(-1.0, 1.0, (count, self.action_size)).astype(np.float32)
         return scaled_actions(actions, self.low, self.high), actions
 
     def evaluation_actions(self, session, observations, rng):

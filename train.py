@@ -343,6 +343,9 @@ def check_args(args):
     if has_cluster(args) and (args.num_workers is not None or args.num_ps != 1):
         raise LaunchError("the cluster names its workers and parameter servers: leave out --num-workers and "
                           "--num-ps with --cluster or --ps-hosts/--worker-hosts")
+    if args.prefill_random < 0 or (args.prefill_random and args.algo not in constants.REPLAY_ALGOS):
+        raise LaunchError(f"--prefill-random takes a number of episodes >= 0, for a replay learner (--algo dqn or "
+                          f"sac); got {args.prefill_random} with --algo {args.algo}")
     for name in ("restore_include", "restore_exclude"):
         pattern = getattr(args, name)
         if pattern is not None and not args.pretrain:
@@ -368,6 +371,9 @@ def check_args(args):
                               "process with --num-workers 0), without --cluster")
         if args.num_workers == 0:
             return
+        if args.prefill_random:
+            raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
+                              "explore from their first step")
     elif args.num_workers == 0:
         raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
                           "or more workers")

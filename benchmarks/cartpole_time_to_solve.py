@@ -23,6 +23,7 @@ import csv
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -82,9 +83,13 @@ def run_seed(args, seed):
             if args.mode == "child" and launcher.poll() is not None:
                 break
     finally:
-        train.stop_run(log_dir, f"bench-solve-{seed}" if args.mode == "tmux" else None, quiet=True)
+        if args.num_workers == 0:  # one process in the foreground: Ctrl-C, which writes a checkpoint and ends it
+            if launcher.poll() is None:
+                launcher.send_signal(signal.SIGINT)
+        else:
+            train.stop_run(log_dir, f"bench-solve-{seed}" if args.mode == "tmux" else None, quiet=True)
         if launcher.poll() is None:
-            launcher.wait(timeout=60)
+            launcher.wait(timeout=120)
     return result
 
 

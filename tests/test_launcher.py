@@ -62,7 +62,8 @@ def test_every_run_flag_reaches_the_worker_as_the_launcher_read_it(tmp_path):
 
     args = train.parse_args(["--algo", "dqn", "--env-id", "CartPole-v1", "--envWrap", "--designHead", "mlp",
                              "--unsup", "action", "--noReward", "--noLifeReward", "--visualise", "--preset", "classic",
-                             "--pretrain", "elsewhere", "--set", "gamma=0.9", "--set", "seed=3"])
+                             "--pretrain", "elsewhere", "--restore-include", "^global/", "--restore-exclude", "value",
+                             "--prefill-random", "3", "--set", "gamma=0.9", "--set", "seed=3"])
     launched = constants.run_flag_values(args)
     defaults = constants.run_flag_values(train.parse_args([]))
     assert all(launched[name] != defaults[name] for name in constants.RUN_FLAG_NAMES), "the test covers every flag"

@@ -1,4 +1,6 @@
 """Soft Actor-Critic: its formulas against hand computations, and one update of the real graph."""
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -112,25 +114,28 @@ def evaluations(log_dir):
 
 
 def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path):
-    """`--algo sac` on the 8-cell corridor (discrete actions): an evaluation and a checkpoint every 500 steps, an
-    update per step after the warm-up; the same command again goes on from the checkpoint (its step and update
-    count) to the new max_global_steps. (Not whether it learns the corridor: SAC's entropy bonus, paid every step,
-    outweighs the corridor's +1 for ending the episode; docs/sac.md.)"""
+    """`--algo sac` on the 8-cell corridor (discrete actions), its first 2 episodes random (--prefill-random): an
+    evaluation and a checkpoint every 500 steps, an update per step after the warm-up; the same command again
+    goes on from the checkpoint (its step and update count) to the new max_global_steps, its replay refilled from
+    the stored episodes, so it trains from its first step. (Not whether it learns the corridor: SAC's entropy
+    bonus, paid every step, outweighs the corridor's +1 for ending the episode; docs/sac.md.)"""
     import tensorflow as tf
 
     flags = ["--algo", "sac", "--env-id", "Corridor-v0", "--log-dir", str(tmp_path), "--eval-every", "500",
              "--eval-episodes", "2", "--set", "learning_starts=200", "--set", "batch_size=64",
              "--set", "replay_ratio=64"]
-    result = train_py(*flags, "--set", "max_global_steps=1000")
+    result = train_py(*flags, "--set", "max_global_steps=1000", "--prefill-random", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(evaluations(tmp_path)) == 2
+    assert "prefill: the first 2 episodes play uniformly random actions" in result.stderr
     result = train_py(*flags, "--allow-config-change", "--set", "max_global_steps=1500")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from" in result.stderr and len(evaluations(tmp_path)) == 3
+    assert re.search(r"refilled the replay with \d+ transitions of the \d+ newest episodes", result.stderr)
     latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
-    # 801 updates in the first run (one at the warm-up's end, then one per step), 301 in the second, which refills
-    # the replay for 200 steps first
-    assert latest.endswith("-1500") and tf.train.load_variable(latest, "updates") == 801 + 301
+    # 801 updates in the first run (one at the warm-up's end, then one per step), 501 in the second, which trains
+    # on its stored episodes from its first step (it would make 301 if it refilled by playing 200 steps first)
+    assert latest.endswith("-1500") and tf.train.load_variable(latest, "updates") == 801 + 501
 
 
 SHORT_PENDULUM = ["--algo", "sac", "--env-id", "Pendulum-v1", "--eval-every", "300", "--eval-episodes", "1",
@@ -208,3 +213,45 @@ def test_sac_swings_the_pendulum_up_within_6000_steps(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     first, last = evaluations(tmp_path)
     assert first < -600 < -400 < last, (first, last)
+
+
+def test_each_episode_is_one_npz_in_planets_format_and_comes_back_as_the_same_transitions(tmp_path):
+    """The corridor walked right to its end (7 steps): one file, named by time, id and length 7, 8 rows: the reset
+    observation with action 0, reward 0, discount 1; discount 0 on the step that terminated it. Read back, its
+    n-step transitions are those Acting made while it played."""
+    import envs
+    import logdir
+    import offpolicy
+
+    config = constants.config_from_overrides(["n_step=3", "gamma=0.5"], "dqn_classic")
+    acting = offpolicy.Acting([envs.create_env("Corridor-v0")], config, np.float32, seed=0,
+                              episodes_dir=str(tmp_path))
+    played = [acting.step([1])[0] for _ in range(7)]
+    played = [column for step in played if step is not None for column in zip(*step)]
+    files = logdir.episode_files(str(tmp_path))
+    assert len(files) == 1 and re.fullmatch(r"\d{8}T\d{6}-[0-9a-f]{32}-7\.npz", files[0].split("/")[-1])
+    (episode,) = logdir.read_episodes(str(tmp_path))
+    assert episode["observation"].shape == (8, 8) and episode["observation"][0].argmax() == 0
+    assert list(episode["action"]) == [0] + [1] * 7 and list(episode["reward"]) == [0] * 7 + [1]
+    assert list(episode["discount"]) == [1] * 7 + [0]
+    loaded = list(zip(*offpolicy.transitions_of([episode], config)))
+    assert len(loaded) == len(played) == 7
+    for mine, theirs in zip(loaded, played):
+        for a, b in zip(mine, theirs):
+            np.testing.assert_allclose(a, b)
+
+
+def test_a_truncated_episode_file_is_skipped_with_a_warning_and_unfinished_writes_are_not_read(tmp_path, caplog):
+    import logdir
+
+    episode = {"observation": np.zeros((3, 2), np.float32), "action": np.array([[0.0], [0.5], [-0.5]], np.float32),
+               "reward": np.array([0, 1, 2], np.float32), "discount": np.ones(3, np.float32)}
+    good = logdir.write_episode(str(tmp_path), episode)
+    cut = tmp_path / "20000101T000000-cut-2.npz"
+    cut.write_bytes(open(good, "rb").read()[:100])
+    (tmp_path / "20991231T000000-unfinished-2.npz.tmp").write_bytes(b"partial")
+    with caplog.at_level("WARNING"):
+        episodes = logdir.read_episodes(str(tmp_path))
+    assert len(episodes) == 1 and np.array_equal(episodes[0]["action"], episode["action"])
+    assert "skipping episode file" in caplog.text and "cut-2.npz" in caplog.text
+    assert logdir.read_episodes(str(tmp_path), max_steps=1) == [], "the newest episode (2 steps) does not fit 1"
