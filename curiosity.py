@@ -38,6 +38,28 @@ def inverse_loss(logits, actions):
     return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits))
 
 
+def inverse_regression_loss(predicted, actions):
+    """Continuous actions: 0.5 x the squared error of the inverse model's action [N, D], summed over the action's
+    dimensions and averaged over steps (ICM eq. 3 with a Gaussian's log-likelihood in place of the softmax's)."""
+    return 0.5 * tf.reduce_mean(tf.reduce_sum(tf.square(predicted - actions), axis=1))
+
+
+class ContinuousActions:
+    """What a bonus is built with, in place of a number of actions, when actions are vectors of `size` in [-1, 1]
+    (SAC's, before they are scaled to the environment's bounds)."""
+
+    def __init__(self, size):
+        self.size = size
+
+
+def action_spec(action_space):
+    """A bonus's `num_actions` for a gymnasium action space: the number of a Discrete one, ContinuousActions of a
+    Box."""
+    if hasattr(action_space, "n"):
+        return int(action_space.n)
+    return ContinuousActions(int(np.prod(action_space.shape)))
+
+
 def forward_loss_per_step(predicted, target):
     """0.5 * ||f(phi(s_t), a_t) - phi(s_t+1)||^2 for each step (ICM eq. 5).
 
@@ -90,8 +112,13 @@ class Curiosity:
         self.second = tf1.placeholder(tf.int32, [None], name="second")  # [N]: index of s_t+1 in frames
         self.s1 = tf.gather(self.frames, self.first)  # [N, *obs]
         self.s2 = tf.gather(self.frames, self.second)  # [N, *obs]
-        self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
-        self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
+        self.continuous = isinstance(num_actions, ContinuousActions)
+        if self.continuous:
+            self.actions = tf1.placeholder(tf.float32, [None, num_actions.size], name="actions")  # [N, D]
+            self.action_input = self.actions
+        else:
+            self.actions = tf1.placeholder(tf.int32, [None], name="actions")  # [N]
+            self.action_input = tf.one_hot(self.actions, num_actions)  # [N, A]
 
     def _forward_input(self, phi1):
         """[phi(s_t), a_t]. The action is an input, not something to learn through: no forward-loss gradient
@@ -104,7 +131,7 @@ class Curiosity:
         return {self.frames: np.concatenate([np.asarray(observations, np.float32),
                                              np.asarray(next_observations, np.float32)]),
                 self.first: np.arange(count), self.second: np.arange(count, 2 * count),
-                self.actions: np.asarray(actions, np.int32)}
+                self.actions: self._action_feed(actions)}
 
     def feed_sequences(self, sequences, actions):
         """Feed for the transitions along `sequences`, each the frames s_0 .. s_T of one rollout, with the
@@ -112,7 +139,10 @@ class Curiosity:
         starts = np.cumsum([0] + [len(frames) for frames in sequences[:-1]])
         first = np.concatenate([start + np.arange(len(frames) - 1) for start, frames in zip(starts, sequences)])
         return {self.frames: np.concatenate([np.asarray(frames, np.float32) for frames in sequences]),
-                self.first: first, self.second: first + 1, self.actions: np.asarray(actions, np.int32)}
+                self.first: first, self.second: first + 1, self.actions: self._action_feed(actions)}
+
+    def _action_feed(self, actions):
+        return np.asarray(actions, np.float32 if self.continuous else np.int32)
 
     def scaler(self, config, count):
         """The runner's side for `count` environments."""
@@ -150,9 +180,14 @@ class StateActionPredictor(Curiosity):
 
         inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
                                            normalized_columns_initializer(PREDICTOR_INIT_STD)))
-        self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
-                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
-        self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
+        if self.continuous:  # the action regressed, through the tanh that bounds it as the policy's
+            self.inverse_logits = tf.tanh(linear(inverse_hidden, num_actions.size, "glast",
+                                                 normalized_columns_initializer(PREDICTOR_INIT_STD)))  # [N, D]
+            self.inverse_loss = inverse_regression_loss(self.inverse_logits, self.actions)
+        else:
+            self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
+                                         normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
+            self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
 
         forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
                                            normalized_columns_initializer(PREDICTOR_INIT_STD)))

@@ -301,8 +301,8 @@ class LocalRun:
         np.random.seed(config.seed)  # model.py draws some initial weights with numpy
         action_space = self.envs[0].action_space
         self.agent = build_agent(algo, space.shape, action_space, config, self.head, self.dtype)
-        self.curious = None if unsup == "none" else Curious(unsup, space.shape, action_space.n, config, self.head,
-                                                            self.dtype)
+        self.curious = None if unsup == "none" else Curious(unsup, space.shape, curiosity.action_spec(action_space),
+                                                            config, self.head, self.dtype)
         if self.curious is not None:
             self.curious.track(self.curious.module)
         self.memory = replay.PrioritizedReplay(config.replay_capacity, space.shape, self.dtype,

@@ -360,8 +360,6 @@ def check_args(args):
         if args.num_workers not in (None, 0) or has_cluster(args):
             raise LaunchError("--algo sac runs in one process for now (--num-workers 0, its default): its actors "
                               "and learner on a cluster are not built yet")
-        if args.unsup != "none":
-            raise LaunchError(f"--algo sac with --unsup {args.unsup}: curiosity with SAC is not built yet")
         args.num_workers = 0
         return
     args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers

@@ -255,3 +255,40 @@ def test_a_truncated_episode_file_is_skipped_with_a_warning_and_unfinished_write
     assert len(episodes) == 1 and np.array_equal(episodes[0]["action"], episode["action"])
     assert "skipping episode file" in caplog.text and "cut-2.npz" in caplog.text
     assert logdir.read_episodes(str(tmp_path), max_steps=1) == [], "the newest episode (2 steps) does not fit 1"
+
+
+def test_the_icms_inverse_model_regresses_continuous_actions(graph):
+    """0.5 x the squared error summed over the action's dimensions: prediction (0.5, -0.5) of (1, 0) costs 0.25.
+    Built with ContinuousActions, the ICM learns to tell a 2-d action from (s, s') where s' = s + the action (its
+    inverse loss falls to a third), and its bonus is fed float actions."""
+    import curiosity
+
+    loss = curiosity.inverse_regression_loss(tf.constant([[0.5, -0.5]]), tf.constant([[1.0, 0.0]]))
+    with tf1.Session() as session:
+        assert session.run(loss) == pytest.approx(0.25)
+    module = curiosity.build("action", (4,), curiosity.ContinuousActions(2))
+    train = tf1.train.AdamOptimizer(1e-3).minimize(module.inverse_loss, var_list=module.var_list)
+    rng = np.random.default_rng(0)
+
+    def batch():
+        observations = rng.normal(size=(64, 4)).astype(np.float32)
+        actions = rng.uniform(-1, 1, (64, 2)).astype(np.float32)
+        return module.feed(observations, observations + np.pad(actions, ((0, 0), (0, 2))), actions)
+
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        first = np.mean([session.run(module.inverse_loss, batch()) for _ in range(5)])
+        for _ in range(300):
+            session.run(train, batch())
+        last = np.mean([session.run(module.inverse_loss, batch()) for _ in range(5)])
+        assert session.run(module.bonus_per_step, batch()).shape == (64,)
+    assert last < first / 3, (first, last)
+
+
+def test_sac_with_curiosity_on_continuous_actions_adds_the_bonus(tmp_path):
+    import csv
+
+    result = train_py(*SHORT_PENDULUM, "--log-dir", str(tmp_path), "--unsup", "action")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = list(csv.DictReader(open(tmp_path / "episodes_0.csv")))
+    assert rows and all(float(row["bonus"]) > 0 for row in rows)
