@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Does curiosity find a sparse reward that the plain learner misses? Trains A3C, or DQN (`--configs dqn dqn_icm
-dqn_rnd`, one process each), with and without `--unsup action` (or `rnd`) on a hard-exploration task, several seeds
-each, and reports how often each reaches the goal.
+dqn_rnd`, one process each; or SAC, `--configs sac sac_icm sac_rnd`, for continuous actions), with and without
+`--unsup action` (or `rnd`) on a hard-exploration task, several seeds each, and reports how often each reaches the
+goal.
 
 An episode reaches the goal when it ends by termination rather than by the time limit (the `truncated`
 column of the episode CSVs): on CorridorLong-v0, walking 63 cells right within 192 steps, which a random walk
@@ -10,6 +11,8 @@ the fraction of runs that ever reached the goal, the global step of the first su
 the last quarter of episodes that succeeded; writes `<out>/curiosity_exploration.json`.
 
     python benchmarks/curiosity_exploration.py --env-id CorridorLong-v0 --seeds 0 1 2 --minutes 2
+    python benchmarks/curiosity_exploration.py --env-id MountainCarContinuous-v0 --configs sac sac_icm sac_rnd \
+        --minutes 20 -- --set max_global_steps=50000
     python benchmarks/curiosity_exploration.py --env-id MountainCar-v0 --configs dqn dqn_icm --parallel 2 \
         --minutes 15 -- --set max_global_steps=100000
 
@@ -31,8 +34,10 @@ sys.path.insert(0, ROOT)
 import train  # noqa: E402
 
 CONFIGS = {"a3c": [], "icm": ["--unsup", "action"], "dqn": ["--algo", "dqn"],
-           "dqn_icm": ["--algo", "dqn", "--unsup", "action"], "dqn_rnd": ["--algo", "dqn", "--unsup", "rnd"]}
-ONE_PROCESS = ("dqn", "dqn_icm", "dqn_rnd")  # run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
+           "dqn_icm": ["--algo", "dqn", "--unsup", "action"], "dqn_rnd": ["--algo", "dqn", "--unsup", "rnd"],
+           "sac": ["--algo", "sac"], "sac_icm": ["--algo", "sac", "--unsup", "action"],
+           "sac_rnd": ["--algo", "sac", "--unsup", "rnd"]}
+ONE_PROCESS = ("dqn", "dqn_icm", "dqn_rnd", "sac", "sac_icm", "sac_rnd")  # run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
 LATE_FRACTION = 0.25
 
 
@@ -78,7 +83,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-id", default="CorridorLong-v0")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=tuple(CONFIGS))
+    parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=("a3c", "icm"))
     parser.add_argument("--minutes", type=float, default=2.0, help="wall time of each run")
     parser.add_argument("--num-workers", type=int, default=1)
     parser.add_argument("--exp-id", type=int, default=250)
