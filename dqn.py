@@ -113,7 +113,8 @@ class DQN:
         return actions, actions
 
     def evaluation_actions(self, session, observations, rng):
-        return self.act(session, observations, self.config.eval_epsilon, rng)[0]
+        actions = self.act(session, observations, self.config.eval_epsilon, rng)[0]
+        return actions, actions
 
     def after_update(self, session, updates):
         if updates % self.config.target_update_period == 0:

@@ -9,8 +9,8 @@ n-step transitions, a curiosity bonus added to the stored reward, the learn step
 A learner (dqn.DQN, sac.SAC) gives LocalRun and learn_step: `config`; the variables `global_step` and `updates`;
 `action_shape`, `action_dtype` (how the replay keeps its actions); `initialise(session)` (a new run's targets);
 `explore(session, observations, step, rng)` -> (actions for the environments, actions for the replay);
-`random_actions(count, rng)` -> the same of uniformly random actions; `evaluation_actions(session, observations,
-rng)`; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
+`random_actions(count, rng)` and `evaluation_actions(session, observations, rng)` -> the same, of uniformly random
+actions and of the agent's evaluation; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
 `after_update(session, updates)`; `exploration(step)` -> {tag: value} of its exploration schedule.
 
 `python train.py --algo dqn --num-workers 0 --env-id CartPole-v1` runs it all in one process (`LocalRun`), with a
@@ -331,22 +331,28 @@ class LocalRun:
 
     def evaluate(self, session, interrupt):
         """Mean return of eval_episodes episodes played as the agent evaluates (DQN: at eval_epsilon; SAC: the
-        policy's mean), on an environment of its own; None when Ctrl-C cut it short."""
+        policy's mean), on an environment of its own, each written into test_episodes/; None when Ctrl-C cut it
+        short."""
         env = self.make_env()
         returns = []
         try:
             for episode in range(self.eval_episodes):
                 observation, _ = env.reset(seed=self.config.seed + 10_000 + episode)
-                total, done = 0.0, False
+                stored = to_stored([observation], self.dtype)
+                record, total, done = new_record(stored[0]), 0.0, False
                 while not done:
                     if interrupt.requested:
                         return None
+                    actions, stored_actions = self.agent.evaluation_actions(session, stored, self.rng)
+                    observation, reward, terminated, truncated, info = env.step(env_action(actions[0]))
                     stored = to_stored([observation], self.dtype)
-                    action = self.agent.evaluation_actions(session, stored, self.rng)[0]
-                    observation, reward, terminated, truncated, info = env.step(env_action(action))
+                    for key, value in zip(logdir.EPISODE_KEYS, (stored[0], stored_actions[0], reward,
+                                                                0.0 if terminated else 1.0)):
+                        record[key].append(value)
                     total += info.get("env_reward", reward)
                     done = terminated or truncated
                 returns.append(total)
+                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES), episode_arrays(record))
         finally:
             env.close()
         return float(np.mean(returns))

@@ -228,7 +228,7 @@ class SAC:
         return scaled_actions(actions, self.low, self.high), actions
 
     def evaluation_actions(self, session, observations, rng):
-        return self.act(session, observations, rng, greedy=True)[0]
+        return self.act(session, observations, rng, greedy=True)
 
     def after_update(self, session, updates):
         """Nothing: the targets' Polyak step is part of the train op."""

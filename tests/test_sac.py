@@ -1,4 +1,5 @@
 """Soft Actor-Critic: its formulas against hand computations, and one update of the real graph."""
+import os
 import re
 
 import gymnasium as gym
@@ -131,6 +132,7 @@ def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path)
     result = train_py(*flags, "--allow-config-change", "--set", "max_global_steps=1500")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from" in result.stderr and len(evaluations(tmp_path)) == 3
+    assert len(os.listdir(tmp_path / "test_episodes")) == 3 * 2, "each evaluation's 2 episodes, one file each"
     assert re.search(r"refilled the replay with \d+ transitions of the \d+ newest episodes", result.stderr)
     latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
     # 801 updates in the first run (one at the warm-up's end, then one per step), 501 in the second, which trains
