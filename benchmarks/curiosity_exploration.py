@@ -37,7 +37,8 @@ CONFIGS = {"a3c": [], "icm": ["--unsup", "action"], "dqn": ["--algo", "dqn"],
            "dqn_icm": ["--algo", "dqn", "--unsup", "action"], "dqn_rnd": ["--algo", "dqn", "--unsup", "rnd"],
            "sac": ["--algo", "sac"], "sac_icm": ["--algo", "sac", "--unsup", "action"],
            "sac_rnd": ["--algo", "sac", "--unsup", "rnd"]}
-ONE_PROCESS = ("dqn", "dqn_icm", "dqn_rnd", "sac", "sac_icm", "sac_rnd")  # run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
+# run with --num-workers 0, in the launcher's process: stopped by Ctrl-C
+ONE_PROCESS = ("dqn", "dqn_icm", "dqn_rnd", "sac", "sac_icm", "sac_rnd")
 LATE_FRACTION = 0.25
 
 

@@ -5,8 +5,9 @@
 
 A replay of --capacity transitions (CartPole's 4-number observations; --image for 84x84 uint8 frames) is filled,
 then the DQN learner's update (sample, train on the batch, new priorities: drawn and applied in a
-replay.PrefetchingSampler's thread as the learners do, or --in-line) runs for --seconds with each kind of replay in turn, --pairs times, alternating, so that a machine whose speed drifts weighs on both alike. Also the
-replay's own part (sample and new priorities, no TensorFlow). Prints a line per measurement and the ratios, and
+replay.PrefetchingSampler's thread as the learners do, or --in-line) runs for --seconds with each kind of replay in
+turn, --pairs times, alternating, so that a machine whose speed drifts weighs on both alike. Also the replay's own
+part (sample and new priorities, no TensorFlow). Prints a line per measurement and the ratios, and
 with --out writes them as JSON.
 """
 import argparse
@@ -98,7 +99,8 @@ def main(argv=None):
     print(f"prioritized / uniform updates/s per pair: {', '.join(f'{r:.2f}' for r in ratios)} "
           f"(median {np.median(ratios):.2f})")
     if args.out:
-        record = {"argv": sys.argv, "fanout": args.fanout, "prefetch": not args.in_line, "machine": f"{platform.node()}, {os.cpu_count()} cores",
+        record = {"argv": sys.argv, "fanout": args.fanout, "prefetch": not args.in_line,
+                  "machine": f"{platform.node()}, {os.cpu_count()} cores",
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results, "ratios": ratios}
         logdir.write_json_atomically(args.out, record)
     return 0

@@ -53,8 +53,8 @@ def test_bonus_is_divided_by_the_std_of_a_return_that_goes_on_across_batches_and
 
 
 def test_a_value_learners_step_scales_as_the_runner_does_and_keeps_each_environments_return():
-    """The same numbers one step at a time (offpolicy.ActingBonus): environment 0's 2, 4, 8 beside environment 1's 6, 0, 0:
-    returns (2, 6), (5, 3), (10.5, 1.5); rewards raw / 2."""
+    """The same numbers one step at a time (offpolicy.ActingBonus): environment 0's 2, 4, 8 beside environment 1's
+    6, 0, 0: returns (2, 6), (5, 3), (10.5, 1.5); rewards raw / 2."""
     scaler = ReturnScaler("var", gamma=0.5, count=2)
     seen = [scaler.step(raw, [4.0]) for raw in ([2.0, 6.0], [4.0, 0.0], [8.0, 0.0])]
     np.testing.assert_allclose([returns for _, returns in seen], [[2, 6], [5, 3], [10.5, 1.5]])
