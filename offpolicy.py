@@ -140,9 +140,10 @@ class Acting:
                                                terminated, truncated)
             self.stored[k] = following[k]
             record = self.records[k]
-            for key, value in zip(logdir.EPISODE_KEYS, (following[k], stored_actions[k], reward,
-                                                        0.0 if terminated else 1.0)):
-                record[key].append(value)
+            if self.episodes_dir:  # kept only to be written
+                for key, value in zip(logdir.EPISODE_KEYS, (following[k], stored_actions[k], reward,
+                                                            0.0 if terminated else 1.0)):
+                    record[key].append(value)
             if terminated or truncated:
                 finished.append(tally.stats(truncated=not terminated))
                 if self.episodes_dir:
