@@ -54,7 +54,7 @@ class ApeXGraph:
         with tf1.device(learner_device):
             self.network = dqn.DQN(shape, num_actions, config, head, self.dtype)
             self.curious = None if unsup == "none" else offpolicy.Curious(unsup, shape, num_actions, config, head,
-                                                                    self.dtype)
+                                                                          self.dtype)
             frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
             # the transition's columns (replay.Transition's, s_t+1 only for the curiosity), then its priority
             self.columns = 6 if self.curious else 5
