@@ -27,7 +27,6 @@ import envs  # noqa: E402
 import supervise  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import checkpoint_shapes, import_tf  # noqa: E402
-from sessions import pretrain_init  # noqa: E402
 
 logger = logging.getLogger("worker")
 
@@ -296,6 +295,8 @@ def run_worker(args):
             logger.info("resuming from %s%s", latest, " (--pretrain ignored: this run has its own checkpoint)"
                         if args.pretrain else "")
         elif args.pretrain:
+            from sessions import pretrain_init
+
             trainable = [v for v in tf1.trainable_variables() if v.name.startswith("global/")]
             init_fn = pretrain_init(tf1, args.pretrain, trainable, args.restore_include, args.restore_exclude)
         else:
