@@ -307,9 +307,13 @@ def test_apex_actors_add_the_bonus_with_their_copy_and_the_learner_trains_it(tmp
     assert any(name.startswith("curiosity/") for name in names), names  # the learner's bonus, checkpointed
     assert not any(name.startswith("actor") for name in names), "an actor's copies are not checkpointed"
     assert json.load(open(log_dir / "status_learner.json"))["updates"] > 100
-    # one actor seeded the statistics (the other found them seeded), both merged their steps
+    # one actor seeded the statistics (the other found them seeded), both merged their steps; the checkpoint may
+    # fall between the two merges of one block of an actor's steps (observations, then returns, in one group op)
+    import offpolicy
+
     observations, returns, _ = rnd_statistics(latest)
-    assert returns >= 600 and observations >= RND_WARM_UP + returns, (observations, returns)
+    in_flight = 2 * offpolicy.ActingBonus.STATISTICS_EVERY
+    assert returns >= 600 and observations >= RND_WARM_UP + returns - in_flight, (observations, returns)
 
 
 def read_lines(path):
