@@ -15,8 +15,8 @@ actions and of the agent's evaluation; `train(session, batch, weights)` -> ({tag
 
 `python train.py --algo dqn --num-workers 0 --env-id CartPole-v1` runs it all in one process (`LocalRun`), with a
 progress bar, an evaluation every --eval-every steps appended to <log-dir>/rewards.txt, a checkpoint per
-evaluation, the episodes in episodes_0.csv and TensorBoard events in the log directory. The replay is not in
-the checkpoint: a resumed run refills it (learning_starts transitions) before it trains again.
+evaluation, the episodes in episodes_0.csv and train_episodes/ and TensorBoard events in the log directory. The
+replay is not in the checkpoint: a resumed run refills it from train_episodes/ (LocalRun.refill).
 """
 import logging
 import os
@@ -76,7 +76,6 @@ def from_stored(observations, dtype):
 
 def observation_placeholder(observation_shape, observation_dtype, name):
     return tf1.placeholder(tf.uint8 if observation_dtype == np.uint8 else tf.float32, [None, *observation_shape], name)
-
 
 
 def updates_due(inserted, done, config):
@@ -139,20 +138,16 @@ class Acting:
                                                reward * self.config.reward_scale + bonuses[k], following[k],
                                                terminated, truncated)
             self.stored[k] = following[k]
-            record = self.records[k]
             if self.episodes_dir:  # kept only to be written
-                for key, value in zip(logdir.EPISODE_KEYS, (following[k], stored_actions[k], reward,
-                                                            0.0 if terminated else 1.0)):
-                    record[key].append(value)
+                record_step(self.records[k], following[k], stored_actions[k], reward, terminated)
             if terminated or truncated:
                 finished.append(tally.stats(truncated=not terminated))
                 if self.episodes_dir:
-                    logdir.write_episode(self.episodes_dir, episode_arrays(record))
+                    logdir.write_episode(self.episodes_dir, episode_arrays(self.records[k]))
                 self.stored[k] = to_stored([env.reset()[0]], self.dtype)[0]
                 self.tallies[k] = EpisodeTally()
                 self.records[k] = new_record(self.stored[k])
-        columns = replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
-        return columns, finished
+        return as_columns(transitions), finished
 
     def close(self):
         for env in self.envs:
@@ -162,6 +157,18 @@ class Acting:
 def new_record(observation):
     """An episode's record as its reset leaves it: the observation, no action yet (`episode_arrays` adds its zero)."""
     return {"observation": [observation], "action": [], "reward": [0.0], "discount": [1.0]}
+
+
+def record_step(record, observation, action, reward, terminated):
+    """One step into an episode's record: the observation it led to, the action as the replay keeps it, the reward,
+    the discount (0 where it terminated the episode)."""
+    for key, value in zip(logdir.EPISODE_KEYS, (observation, action, reward, 0.0 if terminated else 1.0)):
+        record[key].append(value)
+
+
+def as_columns(transitions):
+    """A list of replay.Transition as one replay.Transition of arrays, or None for none."""
+    return replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
 
 
 def episode_arrays(record):
@@ -184,7 +191,7 @@ def transitions_of(episodes, config):
                                       float(episode["reward"][t]) * config.reward_scale, episode["observation"][t],
                                       terminated=last and episode["discount"][t] == 0.0,
                                       truncated=last and episode["discount"][t] != 0.0)
-    return replay.Transition(*(np.array(list(column)) for column in zip(*transitions))) if transitions else None
+    return as_columns(transitions)
 
 
 class Curious:
@@ -347,9 +354,7 @@ class LocalRun:
                     actions, stored_actions = self.agent.evaluation_actions(session, stored, self.rng)
                     observation, reward, terminated, truncated, info = env.step(env_action(actions[0]))
                     stored = to_stored([observation], self.dtype)
-                    for key, value in zip(logdir.EPISODE_KEYS, (stored[0], stored_actions[0], reward,
-                                                                0.0 if terminated else 1.0)):
-                        record[key].append(value)
+                    record_step(record, stored[0], stored_actions[0], reward, terminated)
                     total += info.get("env_reward", reward)
                     done = terminated or truncated
                 returns.append(total)
