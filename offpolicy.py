@@ -397,7 +397,7 @@ class LocalRun:
         try:
             while step < config.max_global_steps:
                 if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
-                    self.save(session, step)
+                    self.save(session, step, bonus)
                     raise KeyboardInterrupt
                 if episodes.episodes < prefill:
                     actions, stored_actions = agent.random_actions(len(self.envs), self.rng)
@@ -420,7 +420,7 @@ class LocalRun:
                         continue  # interrupted: the loop's first line saves and stops
                     evaluations, last_eval = evaluations + 1, score
                     append_rewards_line(self.log_dir, evaluations, step, last_eval)
-                    self.save(session, step)
+                    self.save(session, step, bonus)
                     next_eval += self.eval_every
                 elapsed = max(time.time() - started, 1e-9)
                 bar.update(len(self.envs))
@@ -453,7 +453,9 @@ class LocalRun:
                     len(episodes), self.episodes_dir)
         return len(transitions.action)
 
-    def save(self, session, step):
+    def save(self, session, step, bonus=None):
+        if bonus is not None:
+            bonus.flush()  # the steps acted since the bonus's last merge: their statistics go into the checkpoint
         self.agent.global_step.load(step, session)  # counted in Python, not with a session.run per step
         self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
 
