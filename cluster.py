@@ -23,15 +23,16 @@ class Role:
     finishes: bool  # exits 0 when the run has reached max_global_steps: it is then done, not started again
     restarts: tuple  # the jobs whose sessions its death loses (it holds their variables): started again with it
     stops_first: bool  # stopped first, given time to save its last checkpoint, before the others
+    single: bool = False  # a cluster has exactly one task of it
 
 
 PS = Role("ps", "parameter server", "ps", heartbeat=False, learner=False, finishes=False, restarts=("worker",),
           stops_first=False)
 WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, finishes=True, restarts=(), stops_first=True)
 # Ape-X (apex.py): the learner holds the variables and the transitions' queue, owns the replay and trains; the
-# actors play and send it transitions.
+# actors play and send it transitions. One learner: the replay is in its memory, and the actors address task 0.
 LEARNER = Role("learner", "learner", "learner", heartbeat=True, learner=True, finishes=True, restarts=("actor",),
-               stops_first=True)
+               stops_first=True, single=True)
 ACTOR = Role("actor", "actor", "a", heartbeat=True, learner=False, finishes=True, restarts=(), stops_first=False)
 # The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles adds its row here.
 CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR)}
@@ -123,9 +124,14 @@ def split_address(address):
     return host, int(port)
 
 
+CLUSTER_FORMS = ('{"ps": ["host:port", ...], "worker": ["host:port", ...]} (A3C) or {"learner": ["host:port"], '
+                 '"actor": ["host:port", ...]} (--algo dqn)')
+
+
 def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
-    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form; a "chief" list counts as the first workers,
-    as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address checked, none twice."""
+    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form: the jobs of one algorithm of CLUSTERS; a
+    "chief" list counts as the first workers, as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address
+    checked, none twice."""
     if path:
         try:
             with open(path) as handle:
@@ -134,30 +140,37 @@ def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
             raise LaunchError(f"cannot read --cluster {path} ({error.strerror})") from None
         except ValueError as error:
             raise LaunchError(f"--cluster {path} is not JSON ({error})") from None
-        if not isinstance(spec, dict) or not isinstance(spec.get("ps"), list) or not isinstance(
-                spec.get("chief", []) + spec.get("worker", []), list):
-            raise LaunchError(f"--cluster {path}: expected {{\"ps\": [\"host:port\", ...], \"worker\": "
-                              f"[\"host:port\", ...]}}")
-        unknown = sorted(set(spec) - {"ps", "worker", "chief"})
+        if not isinstance(spec, dict) or not all(isinstance(hosts, list) for hosts in spec.values()):
+            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
+        if "chief" in spec:
+            spec = {job: hosts for job, hosts in spec.items() if job != "chief"} | {
+                WORKER.job: spec["chief"] + spec.get(WORKER.job, [])}
+        unknown = sorted(set(spec) - set(JOBS))
         if unknown:
-            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker")
-        cluster = {"ps": spec["ps"], "worker": spec.get("chief", []) + spec.get("worker", [])}
+            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker, or "
+                              f"learner and actor (--algo dqn)")
+        if not any(set(spec) == {role.job for role in roles} for roles in CLUSTERS.values()):
+            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
+        cluster = spec
     else:
-        cluster = {"ps": (ps_hosts or "").split(","), "worker": (worker_hosts or "").split(",")}
+        cluster = {PS.job: (ps_hosts or "").split(","), WORKER.job: (worker_hosts or "").split(",")}
     cluster = {job: [str(address).strip() for address in addresses if str(address).strip()]
                for job, addresses in cluster.items()}
-    for role in CLUSTERS["a3c"]:
-        if not cluster[role.job]:
-            raise LaunchError(f"the cluster has no {role.title}: give at least one {role.job} address")
+    for job in jobs_of(cluster):
+        role = ROLES[job]
+        if not cluster[job]:
+            raise LaunchError(f"the cluster has no {role.title}: give at least one {job} address")
+        if role.single and len(cluster[job]) > 1:
+            raise LaunchError(f"the cluster has {len(cluster[job])} {role.title}s: give one {job} address")
     seen = {}
-    for job, addresses in cluster.items():
-        for index, address in enumerate(addresses):
+    for job in jobs_of(cluster):
+        for index, address in enumerate(cluster[job]):
             host, port = split_address(address)
             if (host, port) in seen:
                 raise LaunchError(f"{address} is given twice in the cluster ({seen[host, port]} and "
                                   f"{task_name(job, index)})")
             seen[host, port] = task_name(job, index)
-    return cluster
+    return {job: cluster[job] for job in jobs_of(cluster)}
 
 
 def parse_tasks(text, cluster):
@@ -166,11 +179,11 @@ def parse_tasks(text, cluster):
     for item in filter(None, (part.strip() for part in text.split(","))):
         job, colon, index = item.partition(":")
         if job not in cluster or not colon or not index.isdigit() or int(index) >= len(cluster[job]):
-            raise LaunchError(f"--tasks {item!r}: expected job:index with job ps or worker and an index the "
-                              f"cluster has (ps 0-{len(cluster['ps']) - 1}, worker 0-{len(cluster['worker']) - 1})")
+            has = ", ".join(f"{job} 0-{len(cluster[job]) - 1}" for job in jobs_of(cluster))
+            raise LaunchError(f"--tasks {item!r}: expected job:index with a job and an index the cluster has ({has})")
         tasks.append((job, int(index)))
     if not tasks:
-        raise LaunchError("--tasks names no task: give e.g. --tasks ps:0,worker:0")
+        raise LaunchError(f"--tasks names no task: give e.g. --tasks {','.join(f'{job}:0' for job in jobs_of(cluster))}")
     return tasks
 
 

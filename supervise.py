@@ -263,9 +263,12 @@ class Supervisor:
                 self._failed(member, now, f"exit status {code}")
                 if member.role.restarts:
                     self._restart_with(now, member)
-        learners = [member for member in self.members if member.role.learner]
-        if self.outcome is None and all(member.done for member in learners):
-            titles = sorted({member.role.title for member in learners})
+        # the learners say when the run is over; on a machine of a cluster that has none of them (Ape-X's actors
+        # on another machine), the tasks that finish say it for their share
+        deciding = [member for member in self.members if member.role.learner] or [
+            member for member in self.members if member.role.finishes]
+        if self.outcome is None and all(member.done for member in deciding):
+            titles = sorted({member.role.title for member in deciding})
             reason = "stopped" if self.stop_requested() else f"every {' and '.join(titles)} finished"
             return self._finish(0, reason)
         self._write_state(now)

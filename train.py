@@ -31,8 +31,8 @@ import constants
 import envs
 import logdir
 import supervise
-from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, all_tasks, describe, digest, is_chief, jobs_of,
-                     local, machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
+from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, algo_of, all_tasks, describe, digest, is_chief,
+                     jobs_of, local, machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SCRIPT = os.path.join(HERE, "worker.py")
@@ -364,9 +364,9 @@ def check_args(args):
         return
     args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
     if args.algo == "dqn":
-        if has_cluster(args):
-            raise LaunchError("--algo dqn runs on one machine for now: its learner and --num-workers actors (or one "
-                              "process with --num-workers 0), without --cluster")
+        if args.ps_hosts or args.worker_hosts:
+            raise LaunchError("--ps-hosts and --worker-hosts name A3C's jobs: give an Ape-X cluster as --cluster FILE, "
+                              "{\"learner\": [\"host:port\"], \"actor\": [\"host:port\", ...]}")
         if args.num_workers == 0:
             return
         if args.prefill_random:
@@ -768,6 +768,9 @@ def main(argv=None):
         if args.algo in constants.REPLAY_ALGOS and args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
+        if cluster and algo_of(cluster) != args.algo:
+            raise LaunchError(f"the cluster's jobs ({' and '.join(jobs_of(cluster))}) are those of --algo "
+                              f"{algo_of(cluster)}; this run is --algo {args.algo}")
         network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
         run_flags = constants.run_flag_values(args)

@@ -54,10 +54,10 @@ def two_machines():
             sh("ip", "netns", "delete", names[side])  # takes its end of the veth pair with it
 
 
-def start(machine, cluster_file, log_dir, max_steps):
+def start(machine, cluster_file, log_dir, max_steps, flags=("--env-id", "CartPole-v1", *FAST)):
     argv = ["ip", "netns", "exec", machine, sys.executable, os.path.join(ROOT, "train.py"), "--cluster",
-            cluster_file, "--mode", "child", "--env-id", "CartPole-v1", "--log-dir", str(log_dir),
-            "--no-tensorboard", "--set", f"max_global_steps={max_steps}", *FAST]
+            cluster_file, "--mode", "child", "--log-dir", str(log_dir), "--no-tensorboard", "--set",
+            f"max_global_steps={max_steps}", *flags]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -124,3 +124,41 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     later = episodes(log_b, 1)[played_before:]
     assert later and max(int(row["global_step"]) for row in later) > saved, "worker 1 trained after the resume"
     assert not train.run_processes(str(log_a)) and not train.run_processes(str(log_b))
+
+
+def test_apex_across_two_machines_fills_the_learners_replay_from_both(two_machines, tmp_path):
+    """Machine A runs the learner and actor 0, machine B actor 1, from one cluster file of the learner and actor
+    jobs: B's transitions reach the replay on A through TensorFlow's runtime, and the learner trains to the end."""
+    import tensorflow as tf
+
+    from test_dqn import CORRIDOR
+
+    a, b = two_machines["a"], two_machines["b"]
+    spec = {"learner": [f"{a}:2222"], "actor": [f"{a}:2223", f"{b}:2222"]}
+    cluster_file = tmp_path / "cluster.json"
+    cluster_file.write_text(json.dumps(spec))
+    log_a, log_b = tmp_path / "machine-a", tmp_path / "machine-b"
+    flags = [flag for flag in CORRIDOR if flag not in ("--num-workers", "0")]
+    launchers = [start(two_machines["names"][side], str(cluster_file), log_dir, 3000, flags)
+                 for side, log_dir in (("a", log_a), ("b", log_b))]
+    try:
+        outputs = [launcher.communicate(timeout=300)[0] for launcher in launchers]
+    finally:
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+        for log_dir in (log_a, log_b):
+            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+    for launcher, output in zip(launchers, outputs):
+        assert launcher.returncode == 0, output
+        assert f"cluster:      {cluster_roles.digest(spec)}" in output
+    assert set(train.run_roles(str(log_a))) == set() and "this machine's share (a-1)" in outputs[1]
+    assert (log_a / "learner.out").exists() and (log_a / "a-0.out").exists() and not (log_a / "a-1.out").exists()
+    assert (log_b / "episodes_1.csv").exists(), outputs[1] + (log_b / "a-1.out").read_text()
+    played = {actor: sum(int(row["length"]) for row in episodes(log_dir, actor))
+              for actor, log_dir in ((0, log_a), (1, log_b))}
+    learner = json.load(open(log_a / "status_learner.json"))
+    # more than actor 0 alone played: actor 1's steps arrived from the other machine (less its last unsent ones)
+    assert played[1] > 500 and learner["replay_size"] > played[0] + played[1] / 2, (played, learner)
+    latest = tf.train.latest_checkpoint(str(log_a / "train"))
+    assert int(latest.rsplit("-", 1)[1]) >= 3000 and not (log_b / "train").exists()

@@ -318,12 +318,26 @@ def read_lines(path):
     return open(path).read().splitlines() if os.path.exists(path) else []
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], "--algo dqn runs on one machine for now"),
+APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
+
+
+@pytest.mark.parametrize("algo, flags, spec, message", [
+    ("dqn", ["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], None, "name A3C's jobs"),
+    ("dqn", [], {"learner": ["127.0.0.1:2222", "127.0.0.1:2224"], "actor": ["127.0.0.1:2223"]},
+     "the cluster has 2 learners: give one learner address"),
+    ("dqn", [], {"learner": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, '(A3C) or {"learner"'),
+    ("a3c", [], APEX_CLUSTER, "(learner and actor) are those of --algo dqn; this run is --algo a3c"),
+    ("dqn", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
+    ("sac", [], APEX_CLUSTER, "--algo sac runs in one process for now"),
 ])
-def test_what_dqn_cannot_do_yet_is_one_line(flags, message, tmp_path):
-    result = train_py("--algo", "dqn", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), *flags)
-    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+def test_a_cluster_that_is_not_the_algorithms_is_one_line(algo, flags, spec, message, tmp_path):
+    if spec is not None:
+        (tmp_path / "cluster.json").write_text(json.dumps(spec))
+        flags = ["--cluster", str(tmp_path / "cluster.json")]
+    result = train_py("--algo", algo, "--env-id", "CartPole-v1", "--log-dir", str(tmp_path / "run"), "--dry-run",
+                      *flags)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_a3c_has_no_one_process_mode(tmp_path):

@@ -114,6 +114,19 @@ def test_the_run_is_over_when_its_learners_are_not_when_its_actors_are(tmp_path)
     member(supervisor, "a-0").process.kill()
 
 
+def test_a_machine_of_actors_alone_is_over_when_they_have_finished_not_before(tmp_path):
+    """Ape-X across machines: a machine whose share is actors only runs until each of them has finished (the
+    learner, on another machine, ends the run); one that crashes is restarted meanwhile."""
+    marker = tmp_path / "crashed"
+    crash_once = f"import os, sys, time; p = {str(marker)!r}; os.path.exists(p) or (open(p, 'w'), sys.exit(1))"
+    supervisor = supervise.Supervisor(str(tmp_path), {"a-0": python("import time; time.sleep(1)"),
+                                                      "a-1": python(crash_once)}, **FAST)
+    assert supervisor.step() is None
+    outcome = run_until(supervisor, lambda: False)
+    assert outcome == (0, "every actor finished") and member(supervisor, "a-1").restarts == 1
+    assert member(supervisor, "a-0").done and member(supervisor, "a-1").done
+
+
 def test_the_supervisor_refuses_a_process_that_is_no_task_of_the_cluster(tmp_path):
     with pytest.raises(ValueError, match="not the name of a task"):
         supervise.Supervisor(str(tmp_path), {"tb": python("pass")})
