@@ -13,7 +13,10 @@ another criterion. One run per seed; prints progress, then a summary, and writes
         --num-workers 0 --seeds 0 1 2 --mode child -- --algo sac
 
 A one-process run (`--num-workers 0`: DQN or SAC) ends at its max_global_steps: a seed not solved by then is
-reported as not solved, with the steps it ran.
+reported as not solved, with the steps it ran. Its greedy evaluations (`rewards.txt`) are reported too: the first
+step whose evaluation reached the solved mean, and the last evaluation. `--greedy-episodes N` plays N greedy
+episodes of each run's final checkpoint (`demo.py --greedy`) and reports their mean: SAC's training episodes
+sample its stochastic policy, and the greedy policy is the one it hands over.
 
 With `--algo dqn` (Ape-X) actor 0 explores with epsilon 0.4 throughout, so its episodes say little of the policy:
 `--counted 1` judges by the actor that explores least (epsilon 0.4^8).
@@ -90,7 +93,31 @@ def run_seed(args, seed):
             train.stop_run(log_dir, f"bench-solve-{seed}" if args.mode == "tmux" else None, quiet=True)
         if launcher.poll() is None:
             launcher.wait(timeout=120)
+    if args.num_workers == 0:
+        result.update(evaluations(log_dir, args.solved_mean))
+    if args.greedy_episodes:
+        result["greedy_mean"] = greedy_mean(log_dir, args.greedy_episodes)
     return result
+
+
+def evaluations(log_dir, solved_mean):
+    """{first_eval_solved_step, last_eval} from the one-process run's rewards.txt ("eval step mean" lines)."""
+    path = os.path.join(log_dir, "rewards.txt")
+    lines = [line.split() for line in open(path).read().splitlines()] if os.path.exists(path) else []
+    scores = [(int(step), float(mean)) for _, step, mean in lines]
+    first = next((step for step, mean in scores if mean >= solved_mean), None)
+    return {"first_eval_solved_step": first, "last_eval": scores[-1][1] if scores else None}
+
+
+def greedy_mean(log_dir, episodes):
+    """The mean return of `episodes` greedy episodes of the run's last checkpoint, played by demo.py."""
+    out = os.path.join(log_dir, "greedy")
+    played = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", log_dir, "--greedy",
+                             "--episodes", str(episodes), "--out", out], capture_output=True, text=True)
+    if played.returncode != 0:
+        sys.exit(f"demo.py failed on {log_dir}: {played.stderr.strip()[-2000:]}")
+    with open(os.path.join(out, "summary.json")) as handle:
+        return json.load(handle)["mean_reward"]
 
 
 def main():
@@ -106,12 +133,16 @@ def main():
                         help="judge by the episodes of these workers (actors) only (default: all)")
     parser.add_argument("--solved-mean", type=float, default=SOLVED_MEAN, help="the mean return that solves it")
     parser.add_argument("--window", type=int, default=WINDOW, help="episodes in that mean")
+    parser.add_argument("--greedy-episodes", type=int, default=0, metavar="N",
+                        help="greedy episodes of each run's final checkpoint, by demo.py (default: none)")
     parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
     args = parser.parse_args()
     results = [run_seed(args, seed) for seed in args.seeds]
     for r in results:
         verdict = f"solved in {r['seconds']} s at global step {r['global_step']}" if r["solved"] else "NOT solved"
-        print(f"seed {r['seed']}: {verdict} ({r['episodes']} episodes)")
+        extra = "".join(f", {name.replace('_', ' ')} {r[name]}" for name in ("first_eval_solved_step", "last_eval",
+                                                                               "greedy_mean") if name in r)
+        print(f"seed {r['seed']}: {verdict} ({r['episodes']} episodes{extra})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "time_to_solve.json"), "w") as handle:
         json.dump({"num_workers": args.num_workers, "env_id": args.env_id, "cpus": os.cpu_count(),

@@ -470,3 +470,15 @@ def test_bad_flags_get_one_line_and_exit_2(tmp_path):
     empty = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
                             str(tmp_path), "--report-only"], capture_output=True, text=True, timeout=60)
     assert empty.returncode == 2 and empty.stderr.strip().count("\n") == 0 and "no runs" in empty.stderr
+
+
+def test_time_to_solve_reads_the_first_greedy_evaluation_at_the_solved_mean(tmp_path):
+    import cartpole_time_to_solve
+
+    (tmp_path / "rewards.txt").write_text("  1     5000 117.8\n  2    10000 474.9\n  3    15000 475.0\n"
+                                          "  4    20000 301.2\n")
+    assert cartpole_time_to_solve.evaluations(str(tmp_path), 475.0) == {"first_eval_solved_step": 15000,
+                                                                        "last_eval": 301.2}
+    assert cartpole_time_to_solve.evaluations(str(tmp_path), 500.0)["first_eval_solved_step"] is None
+    assert cartpole_time_to_solve.evaluations(str(tmp_path / "none"), 475.0) == {"first_eval_solved_step": None,
+                                                                                 "last_eval": None}
