@@ -18,8 +18,9 @@ Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
   <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
-  results.md            per task: the verdict against the paper by the criterion of PAPER; per method over its
-                        seeds, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
+  results.md            per task: the verdict against the paper by the criterion of PAPER (not given over seeds of
+                        different set-ups: workers x environments per worker); per method over its seeds, its
+                        set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
                         how many seeds first reached 90% and how many were solved for good (every 1,000 episodes
                         in a row at 90% from some step to the end), the median steps to either, the greedy
                         evaluations pooled; then the same per seed, with its sittings and machine
@@ -383,13 +384,20 @@ def run_summary(log_dir, milestones, reached):
     config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
     budget = config.get("hyperparameters", {}).get("max_global_steps")
     last = success[-SUSTAINED_WINDOW:]
-    return {"log_dir": log_dir, "global_step": reached, "budget": budget,
+    return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
             "reached_vest": bool(success.any()) if len(success) else False}
+
+
+def setup_of(config):
+    """'2 x 16': the run's workers and environments per worker, from its config.json (None where not kept)."""
+    workers = config.get("run", {}).get("num_workers")
+    per_worker = config.get("hyperparameters", {}).get("envs_per_worker")
+    return f"{workers} x {per_worker}" if workers and per_worker else None
 
 
 def method_summary(seeds, milestones):
@@ -406,6 +414,7 @@ def method_summary(seeds, milestones):
     evaluations = [run.get("greedy_eval") or {} for run in runs]
     evaluations = [e for e in evaluations if e.get("episodes") and e.get("success_rate") is not None]
     return {"seeds": seeds, "runs": len(runs), "success_at": at,
+            "setups": sorted({run["setup"] for run in runs if run.get("setup")}),
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -432,6 +441,10 @@ def verdict(task, methods):
     if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
         have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
         return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
+    mixed = [label for method, label in (("icm", "ICM"), ("a3c", "A3C")) if len(methods[method].get("setups", [])) > 1]
+    if mixed:
+        return {"verdict": "not judged", "why": f"the {' and '.join(mixed)} seeds differ in workers x environments "
+                                                f"per worker; seeds of one set-up are needed"}
 
     def solved_by(summary, step):
         return sum(1 for run in summary["seeds"].values()
@@ -706,7 +719,8 @@ def markdown(results):
              f"had >= {SOLVED:.0%} success; steps are the seeds' median over those that got there. Greedy: the "
              f"final checkpoints' greedy evaluations, each episode begun with 0 to {constants.EVAL_RANDOM_START} "
              "random actions (per seed, in brackets, how many episodes took different actions). Rates are exact "
-             "where 2 or 3 digits say them, else given to 3 digits. Steps run: `of N` where a run has not reached "
+             "where 2 or 3 digits say them, else given to 3 digits. Set-up: workers x environments per worker (a "
+             "method whose seeds differ lists each). Steps run: `of N` where a run has not reached "
              "its budget of N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
              "earlier report's row, its episodes not kept).", ""]
     for task, methods in results["tasks"].items():
@@ -719,25 +733,25 @@ def markdown(results):
         if baseline:
             lines += [f"A random agent: {rate(baseline['success_rate'])} over {baseline['episodes']} episodes "
                       f"(`{baseline['file']}`).", ""]
-        lines += ["| method | seeds | " + " | ".join(short(m) for m in milestones)
+        lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
                   + f" | first {SOLVED:.0%} | solved for good | reached the vest | greedy |",
-                  "|---" * (len(milestones) + 6) + "|"]
+                  "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
             runs, greedy = summary["runs"], summary.get("greedy")
-            lines.append(f"| {METHOD_LABELS[method]} | {runs} | "
+            lines.append(f"| {METHOD_LABELS[method]} | {runs} | {', '.join(summary.get('setups') or []) or '-'} | "
                          + " | ".join(spread(summary["success_at"][str(m)]) for m in milestones)
                          + f" | {summary['runs_solved']} of {runs} ({steps_or_dash(summary['median_first_solved'])})"
                          + f" | {summary['runs_sustained']} of {runs} "
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
-        lines += ["", "| method | seed | steps run | " + " | ".join(short(m) for m in milestones)
+        lines += ["", "| method | seed | set-up | steps run | " + " | ".join(short(m) for m in milestones)
                   + f" | last {sustained:,} | first {SOLVED:.0%} | solved for good | greedy (distinct) | sittings "
-                  "| machine |", "|---" * (len(milestones) + 9) + "|"]
+                  "| machine |", "|---" * (len(milestones) + 10) + "|"]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 last = run.get("last_episodes") or {}
-                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {steps_cell(run)} | "
+                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {run.get('setup') or '-'} | {steps_cell(run)} | "
                              + " | ".join(rate(run["success_at"].get(str(m))) for m in milestones)
                              + f" | {rate(last.get('success'))} | {steps_or_dash(run['first_solved'])} | "
                              + f"{steps_or_dash(run.get('sustained_from'))} | "

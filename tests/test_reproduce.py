@@ -71,9 +71,9 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
 
     table = (tmp_path / "report" / "results.md").read_text()
     # the last 1,000 episodes are all 300: 115 successes; too few for "solved for good"
-    assert "| ICM | 0 | 3M | 0.00 | 0.25 | 0.90 | - | 0.383 | 2.98M | - | - | - |" in table
+    assert "| ICM | 0 | - | 3M | 0.00 | 0.25 | 0.90 | - | 0.383 | 2.98M | - | - | - |" in table
     # the seeds' mean 0.005 is shown as it is, not rounded up to 0.01; then the lowest and highest seed
-    assert "| A3C | 2 | 0.005 [0.00-0.01] | - | - | - | 0 of 2 (-) | 0 of 2 (-) | 1 of 2 | - |" in table
+    assert "| A3C | 2 | - | 0.005 [0.00-0.01] | - | - | - | 0 of 2 (-) | 0 of 2 (-) | 1 of 2 | - |" in table
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
     assert results["figure"]["panels"] == {"game reward per episode": ["doom"], "success rate": ["doom"]}
@@ -124,7 +124,7 @@ def test_a_seed_still_running_does_not_cut_the_finished_seeds_curves_short(tmp_p
             {"hyperparameters": {"max_global_steps": 3_000_000}}))  # config.json's shape
     reproduce.report(str(out), str(tmp_path / "report"), [1_000_000], eval_episodes=0)
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| ICM | 0 | 3M | 0.00 |" in table and "| ICM | 1 | 500k of 3M | - |" in table
+    assert "| ICM | 0 | - | 3M | 0.00 |" in table and "| ICM | 1 | - | 500k of 3M | - |" in table
     curve = json.loads((tmp_path / "report" / "doom" / "curves.json").read_text())["success_vs_steps.png"]["ICM"]
     x, mean, low, high = (np.array(curve[key]) for key in ("x", "mean", "min", "max"))
     assert x[-1] == 3_000_000 and curve["runs"] == 2 and curve["ends"] == [500_000, 3_000_000]
@@ -160,7 +160,7 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     results = reproduce.report(str(tmp_path / "b"), str(report_dir), [1_000_000], eval_episodes=0)
     assert list(results["tasks"]) == ["doom", "doomSparse"]
     assert results["tasks"]["doom"]["icm"]["seeds"]["0"] == row
-    assert "| ICM | 0 | 3M | 0.00 | 0.383 | 2.98M | - | - | - | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | 3M | 0.00 | 0.383 | 2.98M | - | - | - | - |" in (report_dir / "results.md").read_text()
     # its curves stay in the figures too, drawn from the earlier curves.json, beside the runs made since
     curves_before = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert results["figure"]["panels"]["success rate"] == ["doom", "doomSparse"]
@@ -196,7 +196,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert len(calls) == 1 and calls[0][calls[0].index("--random-start") + 1] == "30" and "--greedy" in calls[0]
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["greedy_eval"]["success_rate"] == 0.85
-    assert "| ICM | 0 | 1M | 1.00 | 1.00 | 1M | - | 0.85 (19) |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | 1M | 1.00 | 1.00 | 1M | - | 0.85 (19) |" in (report_dir / "results.md").read_text()
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 1, "an evaluation of this checkpoint made this way is read back, not made again"
 
@@ -205,7 +205,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["global_step"] == 1_500_000 and run["greedy_eval"] is None and len(calls) == 1
-    assert "| ICM | 0 | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
@@ -234,10 +234,11 @@ def test_rates_show_every_digit_they_have_and_no_more():
         "0.25", "0.005", "0.90", "1.00", "0.333", "0.00", "-"]
 
 
-def summary_of(sustained_steps, budget=5_000_000):
-    """A method's summary whose seeds were solved for good at these steps (None: never)."""
-    seeds = {str(seed): {"sustained_from": step, "first_solved": step, "success_at": {}, "reached_vest": True}
-             for seed, step in enumerate(sustained_steps)}
+def summary_of(sustained_steps, budget=5_000_000, setups=None):
+    """A method's summary whose seeds were solved for good at these steps (None: never), each of a set-up."""
+    setups = setups or ["2 x 4"] * len(sustained_steps)
+    seeds = {str(seed): {"sustained_from": step, "first_solved": step, "success_at": {}, "reached_vest": True,
+                         "setup": setup} for seed, (step, setup) in enumerate(zip(sustained_steps, setups))}
     return reproduce.method_summary(seeds, [])
 
 
@@ -260,6 +261,23 @@ def test_the_verdict_follows_the_stated_criterion():
     two_seeds = verdict("doomSparse", {"icm": summary_of([4_600_000] * 2), "a3c": summary_of([None] * 3)})
     assert two_seeds["verdict"] == "not judged" and "2 ICM and 3 A3C seeds" in two_seeds["why"]
     assert verdict("MountainCar-v0", {}) is None
+    # seeds of different set-ups are not pooled into a verdict
+    mixed = verdict("doomSparse", {"icm": summary_of([4_600_000] * 3, setups=["2 x 16", "2 x 4", "2 x 4"]),
+                                   "a3c": summary_of([None] * 3)})
+    assert mixed["verdict"] == "not judged" and "the ICM seeds differ in workers x environments" in mixed["why"]
+
+
+def test_the_set_up_of_a_run_is_read_from_its_config_and_shown_per_seed_and_method(tmp_path):
+    for seed, per_worker in ((0, 16), (1, 4)):
+        log_dir = tmp_path / "runs" / f"doom-icm-s{seed}"
+        write_episodes(log_dir, [0, 1] * 10)
+        (log_dir / "config.json").write_text(json.dumps({"run": {"num_workers": 2}, "hyperparameters": {
+            "envs_per_worker": per_worker, "max_global_steps": 200_000}}))
+    results = reproduce.report(str(tmp_path), str(tmp_path / "report"), [100_000], eval_episodes=0)
+    assert results["tasks"]["doom"]["icm"]["setups"] == ["2 x 16", "2 x 4"]
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "| ICM | 2 | 2 x 16, 2 x 4 | 0.50 | 0 of 2 (-) |" in table
+    assert "| ICM | 0 | 2 x 16 | 200k |" in table and "| ICM | 1 | 2 x 4 | 200k |" in table
 
 
 def test_the_committed_doom_report_is_what_its_archived_episodes_say():
