@@ -75,6 +75,20 @@ def kill_everything(launchers, log_dirs):
     wait_for(lambda: not any(train.run_processes(str(log_dir)) for log_dir in log_dirs), 30, "every process gone")
 
 
+def run_to_the_end(launchers, log_dirs, digest):
+    """The launchers' outputs once each has ended by itself, with exit 0 and the cluster's digest logged; should
+    one not end in time, everything of the run is stopped."""
+    try:
+        outputs = [launcher.communicate(timeout=300)[0] for launcher in launchers]
+    except BaseException:
+        kill_everything(launchers, log_dirs)
+        raise
+    for launcher, output in zip(launchers, outputs):
+        assert launcher.returncode == 0, output
+        assert f"cluster:      {digest}" in output
+    return outputs
+
+
 def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_are_killed(two_machines, tmp_path):
     a, b = two_machines["a"], two_machines["b"]
     spec = {"ps": [f"{a}:2222"], "worker": [f"{a}:2223", f"{b}:2222"]}
@@ -106,17 +120,8 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     played_before = len(episodes(log_b, 1))
 
     target = saved + 2000
-    launchers = [start(names["a"], str(cluster_file), log_a, target),
-                 start(names["b"], str(cluster_file), log_b, target)]
-    try:
-        outputs = [launcher.communicate(timeout=300)[0] for launcher in launchers]
-    finally:
-        for launcher in launchers:
-            if launcher.poll() is None:
-                launcher.kill()
-    for launcher, output in zip(launchers, outputs):
-        assert launcher.returncode == 0, output
-        assert f"cluster:      {digest}" in output
+    outputs = run_to_the_end([start(names["a"], str(cluster_file), log_a, target),
+                              start(names["b"], str(cluster_file), log_b, target)], [log_a, log_b], digest)
     assert "this machine's share (w-1) of a cluster of 1 + 2" in outputs[1]
     log = (log_a / "w-0.out").read_text()
     assert "resuming from" in log and int(log.split("training from global step ")[-1].split()[0]) >= saved
@@ -139,19 +144,9 @@ def test_apex_across_two_machines_fills_the_learners_replay_from_both(two_machin
     cluster_file.write_text(json.dumps(spec))
     log_a, log_b = tmp_path / "machine-a", tmp_path / "machine-b"
     flags = [flag for flag in CORRIDOR if flag not in ("--num-workers", "0")]
-    launchers = [start(two_machines["names"][side], str(cluster_file), log_dir, 3000, flags)
-                 for side, log_dir in (("a", log_a), ("b", log_b))]
-    try:
-        outputs = [launcher.communicate(timeout=300)[0] for launcher in launchers]
-    finally:
-        for launcher in launchers:
-            if launcher.poll() is None:
-                launcher.kill()
-        for log_dir in (log_a, log_b):
-            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
-    for launcher, output in zip(launchers, outputs):
-        assert launcher.returncode == 0, output
-        assert f"cluster:      {cluster_roles.digest(spec)}" in output
+    outputs = run_to_the_end([start(two_machines["names"][side], str(cluster_file), log_dir, 3000, flags)
+                              for side, log_dir in (("a", log_a), ("b", log_b))], [log_a, log_b],
+                             cluster_roles.digest(spec))
     assert set(train.run_roles(str(log_a))) == set() and "this machine's share (a-1)" in outputs[1]
     assert (log_a / "learner.out").exists() and (log_a / "a-0.out").exists() and not (log_a / "a-1.out").exists()
     assert (log_b / "episodes_1.csv").exists(), outputs[1] + (log_b / "a-1.out").read_text()
