@@ -255,10 +255,11 @@ PRESETS = {
     # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; docs/hyperparameters.md).
     "classic_curiosity": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
     "mario": {"prediction_beta": "0.2", "entropy_beta": "0.0005"},  # the original's Mario settings
-    # The original's constants with 16 environments per worker: 4x the steps per second on 2 cores, and per step
-    # ICM learned MyWayHome dense as well (as K = 1 over the first 500k steps; success 0.79 at 5M on 2 cores,
-    # 0.70 at 5.4M on 16; docs/speed.md).
-    "doom": {"envs_per_worker": "16"},
+    # The original's constants with 4 environments per worker: an update per 80 steps of a worker, where the
+    # paper's made one per 20. With 16 (an update per 320 steps, 1.9x the steps per second) the ICM had 0.17 on
+    # MyWayHome dense at 3M steps and a tenfold learning rate did not help; with 4 it had 0.82 and 0.76 in two
+    # seeds (docs/doom-study.md, "Why the dense task lags").
+    "doom": {"envs_per_worker": "4"},
     # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
     "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1"},
     # DQN on classic control: a short warm-up and exploration, an update per step, a dueling head, the target

@@ -10,7 +10,8 @@ with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none
 RND, `--unsup rnd`, for `rnd`)
 and --envs-per-worker environments per worker. Runs go one after another (--parallel N: N at once), each with
 --workers workers. Running the same command again skips the runs that reached --steps and resumes the others
-from their checkpoints, so a study can span several sittings; a run that another sitting still has going is
+from their checkpoints, so a study can span several sittings; a run whose folder is not here but whose archive in
+--report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting still has going is
 waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the current runs' steps
 and success rates, and the time left at the current rate.
 
@@ -172,8 +173,16 @@ def reached_step(log_dir):
     return status.collect(log_dir)["global_step"] if os.path.isdir(log_dir) else 0
 
 
-def plan(out, tasks, methods, seeds, steps):
-    """[(task, method, seed, log_dir, state)] in the order they run; state: done, running, resume or new."""
+def archived_step(report_dir, log_dir):
+    """The global step that the report's archive of this run reached (0 without one)."""
+    kept = logdir.read_json(os.path.join(report_dir, "runs", os.path.basename(log_dir), "run.json")) or {}
+    return kept.get("global_step", 0)
+
+
+def plan(out, tasks, methods, seeds, steps, report_dir=None):
+    """[(task, method, seed, log_dir, state)] in the order they run; state: done, archived (no folder here, but the
+    report dir's archive of it reached `steps`: an earlier sitting's, on this machine or another), running, resume
+    or new."""
     runs = []
     for task in tasks:
         for method in methods:
@@ -183,6 +192,8 @@ def plan(out, tasks, methods, seeds, steps):
                     state = "running"
                 elif reached_step(log_dir) >= steps:
                     state = "done"
+                elif report_dir and not os.path.isdir(log_dir) and archived_step(report_dir, log_dir) >= steps:
+                    state = "archived"
                 else:
                     state = "resume" if os.path.exists(os.path.join(log_dir, "config.json")) else "new"
                 runs.append((task, method, seed, log_dir, state))
@@ -269,11 +280,13 @@ def stop_runs(active):
 
 def run_all(args, launch=subprocess.Popen):
     """Run what the plan leaves to do, --parallel at a time; the names of runs that failed."""
-    runs = plan(args.out, args.task, args.method, args.seeds, args.steps)
+    runs = plan(args.out, args.task, args.method, args.seeds, args.steps, report_dir_of(args))
     total, failed, rates = len(runs), [], []
     # runs another sitting has going come first: they hold cores that --parallel counts
-    todo = sorted((run for run in runs if run[4] != "done"), key=lambda run: run[4] != "running")
-    print(f"{total} runs in {args.out}/runs: {total - len(todo)} done, "
+    todo = sorted((run for run in runs if run[4] not in ("done", "archived")), key=lambda run: run[4] != "running")
+    print(f"{total} runs in {args.out}/runs: {sum(run[4] == 'done' for run in runs)} done, "
+          f"{sum(run[4] == 'archived' for run in runs)} done in an earlier sitting (archived in "
+          f"{report_dir_of(args)}), "
           f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "
           f"{sum(run[4] == 'resume' for run in todo)} to resume, {sum(run[4] == 'new' for run in todo)} new",
           flush=True)
@@ -771,7 +784,8 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
     parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")
     parser.add_argument("--workers", type=int, default=2, help="workers per run")
-    parser.add_argument("--envs-per-worker", type=int, default=16)
+    parser.add_argument("--envs-per-worker", type=int, default=int(constants.PRESETS["doom"]["envs_per_worker"]),
+                        help="environments per worker (default: the doom preset's)")
     parser.add_argument("--parallel", type=int, default=1, help="runs at once")
     parser.add_argument("--at", type=step_count, nargs="+", default=[parse_steps(m) for m in DEFAULT_AT],
                         help="global steps of the tables' columns")
@@ -792,6 +806,10 @@ def parse_args(argv=None):
     return args
 
 
+def report_dir_of(args):
+    return args.report_dir or os.path.join(args.out, "report")
+
+
 def main(argv=None):
     args = parse_args(argv)
     failed = []
@@ -799,7 +817,7 @@ def main(argv=None):
         if not args.report_only:
             os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
             failed = run_all(args)
-        report_dir = args.report_dir or os.path.join(args.out, "report")
+        report_dir = report_dir_of(args)
         report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes)
     except plots.PlotError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)

@@ -431,7 +431,7 @@ def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
     assert constants.resolve_preset("auto", "vector") == "classic"
     assert constants.resolve_preset("auto", "vector", unsup="action") == "classic_curiosity"
     assert constants.resolve_preset("auto", "image", "doom", "action") == "doom"
-    assert constants.config_from_overrides([], "doom").envs_per_worker == 16
+    assert constants.config_from_overrides([], "doom").envs_per_worker == 4
     assert constants.resolve_preset("auto", "image", "atari") == "paper"
     assert constants.resolve_preset("auto", "image", "mario") == "mario"
     assert constants.config_from_overrides([], "classic").adam_epsilon == 0.1

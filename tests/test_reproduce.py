@@ -335,6 +335,15 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     states = {os.path.basename(run[3]): run[4] for run in reproduce.plan(out, ["doom"], ["icm", "a3c"], [0, 1],
                                                                         1_000_000)}
     assert states == {"doom-icm-s0": "done", "doom-icm-s1": "new", "doom-a3c-s0": "new", "doom-a3c-s1": "resume"}
+    # a run of another machine's sitting, its folder gone, whose archive reached the budget is not run again
+    report_dir = tmp_path / "report"
+    for name, step in (("doom-icm-s1", 1_000_000), ("doom-a3c-s0", 999_999)):
+        os.makedirs(report_dir / "runs" / name)
+        (report_dir / "runs" / name / "run.json").write_text(json.dumps({"global_step": step}))
+    states = {os.path.basename(run[3]): run[4] for run in reproduce.plan(out, ["doom"], ["icm", "a3c"], [0, 1],
+                                                                        1_000_000, str(report_dir))}
+    assert states == {"doom-icm-s0": "done", "doom-icm-s1": "archived", "doom-a3c-s0": "new",
+                      "doom-a3c-s1": "resume"}
 
     fake = FakeTrain(fail={"doom-a3c-s0"})
     args = study_args(out, "1M")
