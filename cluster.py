@@ -48,9 +48,9 @@ def is_chief(job, index):
 
 
 def algo_of(cluster):
-    """The algorithm whose cluster has the jobs of `cluster` (a ClusterSpec dict)."""
+    """The algorithm whose cluster has exactly the jobs of `cluster` (a ClusterSpec dict)."""
     for algo, roles in CLUSTERS.items():
-        if all(role.job in cluster for role in roles):
+        if set(cluster) == {role.job for role in roles}:
             return algo
     raise ValueError(f"no algorithm has the jobs {', '.join(sorted(cluster))}")
 
@@ -149,8 +149,10 @@ def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
         if unknown:
             raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker, or "
                               f"learner and actor (--algo dqn)")
-        if not any(set(spec) == {role.job for role in roles} for roles in CLUSTERS.values()):
-            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
+        try:
+            algo_of(spec)
+        except ValueError:
+            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}") from None
         cluster = spec
     else:
         cluster = {PS.job: (ps_hosts or "").split(","), WORKER.job: (worker_hosts or "").split(",")}
@@ -183,7 +185,8 @@ def parse_tasks(text, cluster):
             raise LaunchError(f"--tasks {item!r}: expected job:index with a job and an index the cluster has ({has})")
         tasks.append((job, int(index)))
     if not tasks:
-        raise LaunchError(f"--tasks names no task: give e.g. --tasks {','.join(f'{job}:0' for job in jobs_of(cluster))}")
+        example = ",".join(f"{job}:0" for job in jobs_of(cluster))
+        raise LaunchError(f"--tasks names no task: give e.g. --tasks {example}")
     return tasks
 
 

@@ -12,6 +12,7 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/supervised.json, supervisor.json, stopping   the supervisor's commands, its record, the stop marker
     <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
     <log-dir>/train_episodes/, test_episodes/        the replay learners' episodes, one .npz each (EPISODE_KEYS)
+    <log-dir>/rewards.txt                            the one-process replay learners' evaluations, a line each
 """
 import csv
 import glob
@@ -86,6 +87,24 @@ def write_json_atomically(path, record):
     with open(temporary, "w") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     os.replace(temporary, path)
+
+
+REWARDS_FILE = "rewards.txt"  # one line per evaluation: "{eval:3d} {step:8d} {mean return:.1f}"
+
+
+def append_rewards_line(log_dir, index, step, mean_return):
+    """rewards.txt, as the DQN this project grew from wrote it: evaluation number, step, mean return."""
+    with open(os.path.join(log_dir, REWARDS_FILE), "a") as handle:
+        handle.write(f"{index:3d} {step:8d} {mean_return:.1f}\n")
+
+
+def read_rewards(log_dir):
+    """[(step, mean return)] of the run's evaluations in rewards.txt, in order ([] before the first)."""
+    path = os.path.join(log_dir, REWARDS_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [(int(step), float(mean)) for _, step, mean in (line.split() for line in handle if line.strip())]
 
 
 TRAIN_EPISODES, TEST_EPISODES = "train_episodes", "test_episodes"

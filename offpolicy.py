@@ -37,7 +37,6 @@ from sessions import DeferredInterrupt, pretrain_init
 tf1 = tf.compat.v1
 logger = logging.getLogger("offpolicy")
 
-REWARDS_FILE = "rewards.txt"  # one line per evaluation: "{eval:3d} {step:8d} {mean return:.1f}"
 DEFAULT_EVAL_EVERY = 10_000  # environment steps between the one-process mode's evaluations
 STATS_WINDOW = 100  # episodes in the progress bar's mean return
 
@@ -85,17 +84,6 @@ def updates_due(inserted, done, config):
         return 0
     owed = int((inserted - config.learning_starts) * config.replay_ratio / config.batch_size) + 1
     return max(owed - done, 0)
-
-
-def append_rewards_line(log_dir, index, step, mean_return):
-    """rewards.txt, as the DQN this project grew from wrote it: evaluation number, step, mean return."""
-    with open(os.path.join(log_dir, REWARDS_FILE), "a") as handle:
-        handle.write(f"{index:3d} {step:8d} {mean_return:.1f}\n")
-
-
-def evaluation_count(log_dir):
-    path = os.path.join(log_dir, REWARDS_FILE)
-    return sum(1 for line in open(path) if line.strip()) if os.path.exists(path) else 0
 
 
 class Acting:
@@ -384,7 +372,7 @@ class LocalRun:
         bonus = None if self.curious is None else self.curious.acting_bonus(session, len(self.envs))
         recent, done_updates, last_eval = [], 0, None
         updates_before = int(session.run(agent.updates))  # the checkpoint's; train ops count on from it
-        evaluations = evaluation_count(self.log_dir)
+        evaluations = len(logdir.read_rewards(self.log_dir))
         next_eval = (step // self.eval_every + 1) * self.eval_every
         # the replay ratio counts on from the stored episodes, as if they had just been played
         started, inserted_at_start = time.time(), self.memory.inserted - min(loaded, config.learning_starts)
@@ -419,7 +407,7 @@ class LocalRun:
                     if score is None:
                         continue  # interrupted: the loop's first line saves and stops
                     evaluations, last_eval = evaluations + 1, score
-                    append_rewards_line(self.log_dir, evaluations, step, last_eval)
+                    logdir.append_rewards_line(self.log_dir, evaluations, step, last_eval)
                     self.save(session, step, bonus)
                     next_eval += self.eval_every
                 elapsed = max(time.time() - started, 1e-9)
@@ -483,5 +471,5 @@ def run_local(args):
         pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
         last = run.run(session, worker.check_checkpoint, pretrain)
     print(f"run over: step {config.max_global_steps:,}; last evaluation {last:.1f} "
-          f"({os.path.join(args.log_dir, REWARDS_FILE)})" if last is not None else "run over", flush=True)
+          f"({os.path.join(args.log_dir, logdir.REWARDS_FILE)})" if last is not None else "run over", flush=True)
     return 0

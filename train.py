@@ -768,9 +768,10 @@ def main(argv=None):
         if args.algo in constants.REPLAY_ALGOS and args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
-        if cluster and algo_of(cluster) != args.algo:
+        cluster_algo = algo_of(cluster) if cluster else args.algo
+        if cluster_algo != args.algo:
             raise LaunchError(f"the cluster's jobs ({' and '.join(jobs_of(cluster))}) are those of --algo "
-                              f"{algo_of(cluster)}; this run is --algo {args.algo}")
+                              f"{cluster_algo}; this run is --algo {args.algo}")
         network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
         run_flags = constants.run_flag_values(args)

@@ -33,6 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import logdir  # noqa: E402
 import train  # noqa: E402
 
 SOLVED_MEAN = 475.0
@@ -102,9 +103,7 @@ def run_seed(args, seed):
 
 def evaluations(log_dir, solved_mean):
     """{first_eval_solved_step, last_eval} from the one-process run's rewards.txt ("eval step mean" lines)."""
-    path = os.path.join(log_dir, "rewards.txt")
-    lines = [line.split() for line in open(path).read().splitlines()] if os.path.exists(path) else []
-    scores = [(int(step), float(mean)) for _, step, mean in lines]
+    scores = logdir.read_rewards(log_dir)
     first = next((step for step, mean in scores if mean >= solved_mean), None)
     return {"first_eval_solved_step": first, "last_eval": scores[-1][1] if scores else None}
 

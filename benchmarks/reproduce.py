@@ -11,9 +11,9 @@ RND, `--unsup rnd`, for `rnd`)
 and --envs-per-worker environments per worker. Runs go one after another (--parallel N: N at once), each with
 --workers workers. Running the same command again skips the runs that reached --steps and resumes the others
 from their checkpoints, so a study can span several sittings; a run whose folder is not here but whose archive in
---report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting still has going is
-waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the current runs' steps
-and success rates, and the time left at the current rate.
+--report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting
+still has going is waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the
+current runs' steps and success rates, and the time left at the current rate.
 
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
@@ -280,13 +280,13 @@ def stop_runs(active):
 
 def run_all(args, launch=subprocess.Popen):
     """Run what the plan leaves to do, --parallel at a time; the names of runs that failed."""
-    runs = plan(args.out, args.task, args.method, args.seeds, args.steps, report_dir_of(args))
+    report_dir = report_dir_of(args)
+    runs = plan(args.out, args.task, args.method, args.seeds, args.steps, report_dir)
     total, failed, rates = len(runs), [], []
     # runs another sitting has going come first: they hold cores that --parallel counts
     todo = sorted((run for run in runs if run[4] not in ("done", "archived")), key=lambda run: run[4] != "running")
     print(f"{total} runs in {args.out}/runs: {sum(run[4] == 'done' for run in runs)} done, "
-          f"{sum(run[4] == 'archived' for run in runs)} done in an earlier sitting (archived in "
-          f"{report_dir_of(args)}), "
+          f"{sum(run[4] == 'archived' for run in runs)} done in an earlier sitting (archived in {report_dir}), "
           f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "
           f"{sum(run[4] == 'resume' for run in todo)} to resume, {sum(run[4] == 'new' for run in todo)} new",
           flush=True)
@@ -454,7 +454,7 @@ def verdict(task, methods):
     if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
         have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
         return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
-    mixed = [label for method, label in (("icm", "ICM"), ("a3c", "A3C")) if len(methods[method].get("setups", [])) > 1]
+    mixed = [METHOD_LABELS[method] for method in ("icm", "a3c") if len(methods[method].get("setups", [])) > 1]
     if mixed:
         return {"verdict": "not judged", "why": f"the {' and '.join(mixed)} seeds differ in workers x environments "
                                                 f"per worker; seeds of one set-up are needed"}
