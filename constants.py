@@ -117,6 +117,11 @@ class Config:
     transitions per learner update""")
     n_step: int = _param(3, """
     steps of reward in a transition's return before it bootstraps from the target network (Ape-X's 3)""")
+    relabel_bonus: bool = _param(False, """
+    with a curiosity bonus and a replay learner, each replayed batch's bonus comes from the predictor of now,
+    not the one that acted: a stored bonus keeps the size it had when its state was new, so the first
+    episodes' (before the predictor learned anything) outweigh every later one and pull the learner back to
+    where it began. Needs n_step=1 (an n-step return holds bonuses that cannot be recomputed)""")
     target_update_period: int = _param(2500, """
     learner updates between copies of the online network into the target network (a hard update)""")
     learning_starts: int = _param(50_000, """
@@ -200,6 +205,8 @@ class Config:
         for name, ok, why in checks:
             if not ok:
                 raise ConfigError(f"hyper-parameter {name}={getattr(self, name)!r} {why}")
+        if self.relabel_bonus and self.n_step != 1:
+            raise ConfigError(f"hyper-parameter relabel_bonus=True needs n_step=1 (it is {self.n_step})")
         return self
 
     def to_dict(self):

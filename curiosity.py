@@ -91,7 +91,11 @@ class BetaScaler:
 
     def step(self, raw, extra):
         """One step of every environment (a value learner's acting): ([K] rewards, None: no statistics' data)."""
-        return self.beta * np.asarray(raw, np.float64), None
+        return self.scale(raw, extra), None
+
+    def scale(self, raw, extra):
+        """The rewards of raw bonuses, however they were gathered (a replayed batch's)."""
+        return self.beta * np.asarray(raw, np.float64)
 
 
 class Curiosity:
@@ -302,7 +306,6 @@ class ReturnScaler:
         self.running = np.zeros(count)  # per environment: sum_k gamma^k bonus[t-k], never reset
 
     def assign(self, raw, extra, finished):
-        std = np.sqrt(float(extra[0]) + RND_EPSILON)
         raw = np.asarray(raw, np.float64)
         for rollout, index in finished:
             steps, raw = raw[:len(rollout)], raw[len(rollout):]
@@ -311,14 +314,18 @@ class ReturnScaler:
                 self.running[index] = self.gamma * self.running[index] + value
                 returns.append(self.running[index])
             rollout.bonus_data = returns
-            rollout.bonuses = list(steps / std)
+            rollout.bonuses = list(self.scale(steps, extra))
 
     def step(self, raw, extra):
         """One step of every environment (a value learner's acting): ([K] rewards, [K] bonus returns for the
         statistics' update)."""
         raw = np.asarray(raw, np.float64)
         self.running = self.gamma * self.running + raw
-        return raw / np.sqrt(float(extra[0]) + RND_EPSILON), self.running.copy()
+        return self.scale(raw, extra), self.running.copy()
+
+    def scale(self, raw, extra):
+        """The rewards of raw bonuses, however they were gathered (a replayed batch's): over the return's std."""
+        return np.asarray(raw, np.float64) / np.sqrt(float(extra[0]) + RND_EPSILON)
 
 
 class RandomNetworkDistillation(Curiosity):

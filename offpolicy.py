@@ -109,12 +109,13 @@ class Acting:
         in the transitions as `stored_actions` (by default the same); (the transitions completed, as a
         replay.Transition of arrays, or None; the finished episodes' EpisodeStats). `bonus(observations,
         next_observations, actions)`: each step's curiosity reward (stored observations in, [K] out), added to the
-        stored reward."""
+        stored reward unless the bonus says `stored = False` (the learner adds it to each replayed batch)."""
         stored, transitions, finished = self.stored_observations(), [], []
         stored_actions = actions if stored_actions is None else stored_actions
         results = [env.step(env_action(action)) for env, action in zip(self.envs, actions)]
         following = to_stored([result[0] for result in results], self.dtype)
         bonuses = np.zeros(len(self.envs)) if bonus is None else bonus(stored, following, stored_actions)
+        stored_bonuses = bonuses if getattr(bonus, "stored", True) else np.zeros(len(self.envs))
         for k, (env, (_, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
             tally = self.tallies[k]
             tally.reward += reward
@@ -123,7 +124,7 @@ class Acting:
             tally.length += 1
             tally.observe(info)
             transitions += self.n_steps[k].add(stored[k], stored_actions[k],
-                                               reward * self.config.reward_scale + bonuses[k], following[k],
+                                               reward * self.config.reward_scale + stored_bonuses[k], following[k],
                                                terminated, truncated)
             self.stored[k] = following[k]
             if self.episodes_dir:  # kept only to be written
@@ -186,8 +187,9 @@ class Curious:
     """A curiosity bonus of curiosity.py for DQN, in one stream: each step's reward is the bonus of the predictor at
     acting time, scaled as the bonus's runner side scales it (ICM and the pixel baselines: prediction_beta x the raw
     bonus; RND: the raw bonus over the running standard deviation of its discounted return, x int_coef), added to
-    the stored reward. The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam of its own; a
-    bonus with running statistics (RND) merges the acted steps into them (ActingBonus)."""
+    the stored reward; or, with relabel_bonus, to each replayed batch's returns by the predictor of the moment (the
+    stored reward then holds none). The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam
+    of its own; a bonus with running statistics (RND) merges the acted steps into them (ActingBonus)."""
 
     def __init__(self, unsup, observation_shape, num_actions, config, head, dtype):
         with tf1.variable_scope("curiosity"):
@@ -195,6 +197,8 @@ class Curious:
         self.config, self.dtype = config, dtype
         # the one-stream weight of a bonus scaled by its statistics; BetaScaler applies prediction_beta itself
         self.weight = config.int_coef if unsup == "rnd" else 1.0
+        self.relabel = config.relabel_bonus
+        self.batch_scaler = self.module.scaler(config, 0)  # scales a batch's bonuses; its per-environment state unused
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
         self.summaries = self.module.summaries()
@@ -218,10 +222,17 @@ class Curious:
         self.module.warm_up(session, module or self.module, envs, self.config)
 
     def train(self, session, batch):
-        """One step of the predictor on a replayed batch; its summaries' values."""
-        _, values = session.run([self.train_op, self.summaries],
-                                self.feed(batch["observations"], batch["following"], batch["actions"]))
-        return values
+        """One step of the predictor on a replayed batch; (the batch, with relabel its returns plus each step's bonus
+        by the predictor before this step; the summaries' values)."""
+        bonus_fetches = [self.module.bonus_per_step, *self.batch_scaler.fetches] if self.relabel else []
+        # the bonus is the forward pass the train op's gradients are computed from: the values before the update
+        _, values, *bonus = session.run([self.train_op, self.summaries, *bonus_fetches],
+                                        self.feed(batch["observations"], batch["following"], batch["actions"]))
+        if not self.relabel:
+            return batch, values
+        rewards = self.weight * self.batch_scaler.scale(bonus[0], bonus[1:])
+        values = {**values, "curiosity/replayed_bonus": float(np.mean(rewards))}
+        return {**batch, "returns": batch["returns"] + rewards.astype(np.float32)}, values
 
 
 class ActingBonus:
@@ -248,6 +259,11 @@ class ActingBonus:
                 self.flush()
         return self.curious.weight * rewards
 
+    @property
+    def stored(self):
+        """Whether the bonus goes into the stored reward (else the learner adds it to each replayed batch)."""
+        return not self.curious.relabel
+
     def flush(self):
         if self.merge is None or not self.pending:
             return
@@ -267,9 +283,11 @@ def learn_step(agent, memory, session, step, writer, updates, exploration=None, 
     config = agent.config
     beta = replay.beta_at(step, config.max_global_steps, config.priority_beta)
     slots, batch, weights = memory.sample(config.batch_size, beta)
+    curiosity_values = {}
+    if curious is not None:
+        batch, curiosity_values = curious.train(session, batch)
     stats, td_errors = agent.train(session, batch, weights)
     memory.update_priorities(slots, td_errors)
-    curiosity_values = curious.train(session, batch) if curious is not None else {}
     agent.after_update(session, updates)
     if updates % config.summary_every_updates == 0:
         summary = tf1.Summary()

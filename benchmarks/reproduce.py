@@ -1,19 +1,21 @@
 #!/usr/bin/env python
-"""Reproduce the paper's Doom experiments (Pathak et al. 2017, Figure 5): ICM against A3C on MyWayHome.
+"""Reproduce the paper's experiments (Pathak et al. 2017): ICM against A3C on Doom's MyWayHome (Figure 5), and
+on Super Mario Bros without any reward (Table 1).
 
     python benchmarks/reproduce.py --task doom doomSparse doomVerySparse --method icm a3c --seeds 0 1 2 \\
         --steps 5M --out ~/runs/repro
     python benchmarks/reproduce.py --out ~/runs/repro --report-only --report-dir docs/results/doom
+    python benchmarks/reproduce.py --task mario --method icm a3c --seeds 0 1 2 --steps 1.5M --out ~/runs/mario
 
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
-with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`, no living penalty;
-RND, `--unsup rnd`, for `rnd`)
-and --envs-per-worker environments per worker. Runs go one after another (--parallel N: N at once), each with
+with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`; on Doom no living
+penalty, on Mario no reward at all; RND, `--unsup rnd`, for `rnd`), with --envs-per-worker environments per
+worker (by default the task's preset's: 4 on Doom, 1 on Mario). Runs go one after another (--parallel N: N at once), each with
 --workers workers. Running the same command again skips the runs that reached --steps and resumes the others
 from their checkpoints, so a study can span several sittings; a run whose folder is not here but whose archive in
 --report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting
 still has going is waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the
-current runs' steps and success rates, and the time left at the current rate.
+current runs' steps and success rates (Mario: distances), and the time left at the current rate.
 
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
@@ -24,7 +26,10 @@ Then the report, into --report-dir (default <out>/report), per task:
                         set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
                         how many seeds first reached 90% and how many were solved for good (every 1,000 episodes
                         in a row at 90% from some step to the end), the median steps to either, the greedy
-                        evaluations pooled; then the same per seed, with its sittings and machine
+                        evaluations pooled; then the same per seed, with its sittings and machine. Mario's
+                        tables give the farthest distance an episode reached instead of the success rate (the
+                        mean over the last 100 episodes at --at steps, the farthest of any episode, the greedy
+                        evaluations' mean), beside the paper's 711
   results.json          every number of the tables
   runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
                         config, its sittings and the machine; the tables are computed from these alone
@@ -73,6 +78,18 @@ PAPER = {
     "doomVerySparse": {"icm": "solved in 2 of 3 runs by about 7.5M steps", "a3c": "0", "by": 7_500_000,
                        "a3c_fails": True},
 }
+# The paper's Table 1: with no reward, curiosity alone on level 1-1, from scratch, 1.5M steps: distance 711 +- 59.3
+# (mean +- standard error). Reproduced: the ICM seeds' mean distance at that step (each seed's last WINDOW
+# episodes) at least the paper's mean less one standard error, and above A3C's without reward (a random walk
+# that learns from nothing); beaten: above the paper's mean plus one.
+PAPER_DISTANCE = {
+    "mario": {"icm": "711 +- 59 (mean +- standard error) after 1.5M steps", "a3c": "not run (here: the random walk "
+              "curiosity must beat)", "at": 1_500_000, "distance": 711.0, "error": 59.3},
+}
+# What a task's runs are given beyond the method, and what its tables measure per episode: the Doom tasks (and any
+# other) whether the episode reached the goal; Mario, with no reward at all, how far it went.
+SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success"}
+TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance"}}
 SEEDS_TO_JUDGE = 3  # the paper's runs per curve: fewer seeds than this get no verdict
 BEATEN = 0.75  # "beaten": a majority of ICM seeds solved for good by this fraction of the paper's step
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
@@ -83,7 +100,8 @@ ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", 
                             "success", "distance")
 ARCHIVED_VISITS = 20_000
 FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, plots.py's figure of that measure)
-FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"))
+FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"),
+               ("distance reached", "distance_vs_steps.png"))
 RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, every episode in it, in the report
 
 
@@ -200,17 +218,22 @@ def plan(out, tasks, methods, seeds, steps, report_dir=None):
     return runs
 
 
+def task_spec(task):
+    return TASKS.get(task, SUCCESS_TASK)
+
+
 def train_argv(task, method, seed, log_dir, steps, slot, args):
+    per_worker = ["--envs-per-worker", str(args.envs_per_worker)] if args.envs_per_worker else []  # else the preset's
     return [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(args.workers),
-            "--env-id", task, *METHODS[method], "--noLifeReward", "--envs-per-worker", str(args.envs_per_worker),
+            "--env-id", task, *METHODS[method], *task_spec(task)["flags"], *per_worker,
             "--log-dir", log_dir, "--expId", str(EXP_ID_BASE + slot), "--no-tensorboard",
             "--set", f"max_global_steps={steps}", "--set", f"seed={seed}", *args.extra]
 
 
-def recent_success(log_dir):
-    """The success rate over the run's last WINDOW episodes, or None."""
-    steps, success = episode_arrays(log_dir, "success")
-    return float(np.mean(success[-WINDOW:])) if len(success) else None
+def recent_measure(log_dir, measure):
+    """The mean of `measure` (success, distance) over the run's last WINDOW episodes, or None."""
+    steps, values = episode_arrays(log_dir, measure)
+    return float(np.mean(values[-WINDOW:])) if len(values) else None
 
 
 def progress_line(active, runs_done, total, steps, rates):
@@ -218,9 +241,10 @@ def progress_line(active, runs_done, total, steps, rates):
     `active`: [(name, log_dir, status.collect's dict of it)]."""
     parts = [f"{time.strftime('%H:%M:%S')} runs done {runs_done}/{total}"]
     for name, log_dir, collected in active:
-        success = recent_success(log_dir)
+        measure = task_spec(parse_run_name(name)[0])["measure"]
+        recent = recent_measure(log_dir, measure)
         parts.append(f"{name}: step {collected['global_step']:,}/{steps:,} ({collected['steps_per_sec']:,.0f}/s)"
-                     + (f", success {success:.2f}" if success is not None else ""))
+                     + (f", {measure} {recent:.{2 if measure == 'success' else 0}f}" if recent is not None else ""))
         if collected["steps_per_sec"] > 0:
             rates.append(collected["steps_per_sec"])
     return "; ".join(parts)
@@ -361,8 +385,9 @@ def episode_arrays(log_dir, column):
 
 
 def success_at(steps, success, milestone, reached=None, window=WINDOW):
-    """Success rate over the last `window` episodes that ended by global step `milestone`; None when the run
-    did not get that far (`reached`, its global step; by default its last episode's) or had no episode before."""
+    """Success rate (or the mean of any measure) over the last `window` episodes that ended by global step
+    `milestone`; None when the run did not get that far (`reached`, its global step; by default its last
+    episode's) or had no episode before."""
     reached = (steps[-1] if len(steps) else 0) if reached is None else reached
     if not len(steps) or reached < milestone:
         return None
@@ -392,10 +417,12 @@ def sustained_from(steps, success, window=SUSTAINED_WINDOW, threshold=SOLVED):
     return int(steps[first + window - 1])
 
 
-def run_summary(log_dir, milestones, reached):
-    steps, success = episode_arrays(log_dir, "success")
+def run_summary(log_dir, milestones, reached, measure="success"):
     config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
     budget = config.get("hyperparameters", {}).get("max_global_steps")
+    if measure == "distance":
+        return distance_run_summary(log_dir, milestones, reached, config, budget)
+    steps, success = episode_arrays(log_dir, "success")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
@@ -404,6 +431,18 @@ def run_summary(log_dir, milestones, reached):
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
             "reached_vest": bool(success.any()) if len(success) else False}
+
+
+def distance_run_summary(log_dir, milestones, reached, config, budget):
+    """A run measured by distance (Mario): the mean of its episodes' farthest distances over the last WINDOW
+    episodes at each milestone and at its end, and the farthest of any episode."""
+    steps, distance = episode_arrays(log_dir, "distance")
+    return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
+            "episodes": int(len(distance)),
+            "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
+            "last_episodes": {"episodes": int(len(distance[-WINDOW:])),
+                              "distance": float(np.mean(distance[-WINDOW:])) if len(distance) else None},
+            "farthest": float(distance.max()) if len(distance) else None}
 
 
 def setup_of(config):
@@ -436,6 +475,45 @@ def method_summary(seeds, milestones):
             "runs_reached_vest": sum(run["reached_vest"] for run in runs),
             "greedy": ({"successes": int(round(sum(e["success_rate"] * e["episodes"] for e in evaluations))),
                         "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
+
+
+def distance_method_summary(seeds, milestones):
+    """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
+    milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean."""
+    runs = list(seeds.values())
+    at = {}
+    for milestone in milestones:
+        values = [run["distance_at"].get(str(milestone)) for run in runs]
+        values = [value for value in values if value is not None]
+        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
+                               "seeds": len(values)} if values else None)
+    evaluations = [run.get("greedy_eval") or {} for run in runs]
+    evaluations = [e for e in evaluations if e.get("episodes") and e.get("mean_distance") is not None]
+    farthest = [run["farthest"] for run in runs if run.get("farthest") is not None]
+    return {"seeds": seeds, "runs": len(runs), "distance_at": at,
+            "setups": sorted({run["setup"] for run in runs if run.get("setup")}),
+            "farthest": max(farthest) if farthest else None,
+            "greedy": ({"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations)
+                        / sum(e["episodes"] for e in evaluations),
+                        "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
+
+
+def distance_verdict(task, methods):
+    """Whether the paper's distance on `task` is reproduced, by PAPER_DISTANCE's criterion, at its step."""
+    paper = PAPER_DISTANCE[task]
+    icm, a3c = methods.get("icm"), methods.get("a3c")
+    if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
+        have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
+        return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
+    icm_at, a3c_at = (method["distance_at"].get(str(paper["at"])) for method in (icm, a3c))
+    if icm_at is None or a3c_at is None or min(icm_at["seeds"], a3c_at["seeds"]) < SEEDS_TO_JUDGE:
+        return {"verdict": "not judged", "why": f"{SEEDS_TO_JUDGE} seeds of each must reach {short(paper['at'])} "
+                                                "steps (give it to --at)"}
+    why = (f"at {short(paper['at'])} the ICM's seeds went {icm_at['mean']:.0f} on average (A3C's "
+           f"{a3c_at['mean']:.0f}); the paper's {paper['distance']:.0f} +- {paper['error']:.0f}")
+    if icm_at["mean"] < paper["distance"] - paper["error"] or icm_at["mean"] <= a3c_at["mean"]:
+        return {"verdict": "not reproduced", "why": why}
+    return {"verdict": "beaten" if icm_at["mean"] > paper["distance"] + paper["error"] else "reproduced", "why": why}
 
 
 def median_or_none(values):
@@ -619,20 +697,29 @@ def summarise(report_dir, milestones):
         for method, seeds in methods.items():
             for seed, archive in seeds.items():
                 kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
-                summary = run_summary(archive, milestones, kept.get("global_step", 0))
+                summary = run_summary(archive, task_milestones(task, milestones), kept.get("global_step", 0),
+                                      task_spec(task)["measure"])
                 summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
                                machine=kept.get("machine"), sittings=kept.get("sittings"))
                 rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
     results = {"window": WINDOW, "solved_at": SOLVED, "sustained_window": SUSTAINED_WINDOW,
                "milestones": list(milestones), "tasks": {}}
     for task in sorted(rows, key=task_order):
+        summary_of = distance_method_summary if task_spec(task)["measure"] == "distance" else method_summary
         results["tasks"][task] = {
-            method: method_summary({str(seed): run for seed, run in sorted(rows[task][method].items())}, milestones)
+            method: summary_of({str(seed): run for seed, run in sorted(rows[task][method].items())},
+                               task_milestones(task, milestones))
             for method in METHODS if method in rows[task]}
-    results["verdicts"] = {task: verdict(task, methods) for task, methods in results["tasks"].items()
-                           if task in PAPER}
+    results["verdicts"] = {task: (distance_verdict if task in PAPER_DISTANCE else verdict)(task, methods)
+                           for task, methods in results["tasks"].items() if task in PAPER or task in PAPER_DISTANCE}
     results["random"] = {task: random_baseline(report_dir, task) for task in results["tasks"]}
     return results
+
+
+def task_milestones(task, milestones):
+    """The tables' steps for `task`: those asked for, and the step of the paper's figure where it gives one."""
+    paper_step = PAPER_DISTANCE.get(task, {}).get("at")
+    return sorted(set(milestones) | ({paper_step} if paper_step else set()))
 
 
 def plot_tasks(found, report_dir):
@@ -718,14 +805,15 @@ def random_baseline(report_dir, task):
     if not summary or not summary.get("episodes"):
         return None
     return {"episodes": summary["episodes"], "success_rate": summary.get("success_rate"),
-            "file": os.path.join(task, RANDOM_BASELINE)}
+            "mean_distance": summary.get("mean_distance"), "file": os.path.join(task, RANDOM_BASELINE)}
 
 
 def markdown(results):
     """results.md: per task, the verdict against the paper, a row per method over its seeds, then a row per
     seed."""
     milestones, window, sustained = results["milestones"], results["window"], results["sustained_window"]
-    lines = [f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
+    by_success = any(task_spec(task)["measure"] == "success" for task in results["tasks"])
+    lines = [] if not by_success else [f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
              f"(`-`: the run did not get there); per method the mean over the seeds that got there, and in brackets "
              f"their lowest and highest. First {SOLVED:.0%}: the first {window} episodes with >= {SOLVED:.0%} "
              f"success. Solved for good: from that step to the end of the run every {sustained:,} episodes in a row "
@@ -737,6 +825,9 @@ def markdown(results):
              "its budget of N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
              "earlier report's row, its episodes not kept).", ""]
     for task, methods in results["tasks"].items():
+        if task_spec(task)["measure"] == "distance":
+            lines += distance_markdown(task, methods, results)
+            continue
         lines += [f"### {task}", ""]
         paper, judged = PAPER.get(task), results.get("verdicts", {}).get(task)
         if paper:
@@ -774,6 +865,54 @@ def markdown(results):
     return "\n".join(lines)
 
 
+def distance(value):
+    """A distance in the game's pixels, whole: the mean of such counts has no digit worth showing after them."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def distance_spread(at):
+    if at is None:
+        return "-"
+    text = distance(at["mean"])
+    return text if at["min"] == at["max"] else f"{text} [{distance(at['min'])}-{distance(at['max'])}]"
+
+
+def distance_markdown(task, methods, results):
+    """A task measured by distance (Mario): the verdict, a row per method over its seeds, then a row per seed."""
+    milestones, window = task_milestones(task, results["milestones"]), results["window"]
+    paper, judged = PAPER_DISTANCE.get(task), results.get("verdicts", {}).get(task)
+    lines = [f"### {task}", "", f"Distance: the farthest point of the level an episode reached (the game's x, in "
+             f"pixels), the mean over the last {window} episodes at each global step (`-`: the run did not get "
+             "there); per method the mean over the seeds that got there, in brackets the lowest and highest. "
+             "Farthest: of any episode. Greedy: the final checkpoints' greedy evaluations, mean distance.", ""]
+    if paper:
+        lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: {judged['why']}.", ""]
+    baseline = results.get("random", {}).get(task)
+    if baseline and baseline.get("mean_distance") is not None:
+        lines += [f"A random agent: {distance(baseline['mean_distance'])} over {baseline['episodes']} episodes "
+                  f"(`{baseline['file']}`).", ""]
+    lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones) + " | farthest | greedy |",
+              "|---" * (len(milestones) + 5) + "|"]
+    for method, summary in methods.items():
+        greedy = summary.get("greedy")
+        lines.append(f"| {METHOD_LABELS[method]} | {summary['runs']} | {', '.join(summary['setups']) or '-'} | "
+                     + " | ".join(distance_spread(summary["distance_at"][str(m)]) for m in milestones)
+                     + f" | {distance(summary['farthest'])} | "
+                     + (f"{distance(greedy['mean_distance'])} ({greedy['episodes']} episodes)" if greedy else "-")
+                     + " |")
+    lines += ["", "| method | seed | set-up | steps run | " + " | ".join(short(m) for m in milestones)
+              + f" | last {window} | farthest | greedy | sittings | machine |", "|---" * (len(milestones) + 9) + "|"]
+    for method, summary in methods.items():
+        for seed, run in summary["seeds"].items():
+            greedy = run.get("greedy_eval") or {}
+            lines.append(f"| {METHOD_LABELS[method]} | {seed} | {run.get('setup') or '-'} | {steps_cell(run)} | "
+                         + " | ".join(distance(run["distance_at"].get(str(m))) for m in milestones)
+                         + f" | {distance(run['last_episodes'].get('distance'))} | {distance(run.get('farthest'))} | "
+                         + f"{distance(greedy.get('mean_distance'))} | {sittings_cell(run)} | "
+                         + f"{run.get('machine') or '-'} |")
+    return lines + [""]
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", nargs="+", default=["doom", "doomSparse", "doomVerySparse"],
@@ -784,8 +923,8 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
     parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")
     parser.add_argument("--workers", type=int, default=2, help="workers per run")
-    parser.add_argument("--envs-per-worker", type=int, default=int(constants.PRESETS["doom"]["envs_per_worker"]),
-                        help="environments per worker (default: the doom preset's)")
+    parser.add_argument("--envs-per-worker", type=int,
+                        help="environments per worker (default: the task's preset's: 4 on Doom, 1 on Mario)")
     parser.add_argument("--parallel", type=int, default=1, help="runs at once")
     parser.add_argument("--at", type=step_count, nargs="+", default=[parse_steps(m) for m in DEFAULT_AT],
                         help="global steps of the tables' columns")
@@ -796,7 +935,7 @@ def parse_args(argv=None):
     parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
-    if args.workers < 1 or args.envs_per_worker < 1 or args.parallel < 1 or min(args.eval_episodes,
+    if args.workers < 1 or (args.envs_per_worker or 1) < 1 or args.parallel < 1 or min(args.eval_episodes,
                                                                                  args.random_episodes) < 0:
         parser.error("--workers, --envs-per-worker and --parallel must be >= 1, --eval-episodes and "
                      "--random-episodes >= 0")

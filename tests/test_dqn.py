@@ -199,6 +199,39 @@ def test_the_curiosity_reward_is_added_to_the_stored_reward_and_counted_apart():
     assert acting.tallies[0].reward == 0.0, "the episode's reward is the environment's alone"
 
 
+def test_a_relabelled_bonus_is_not_stored_and_comes_from_the_predictor_of_now(graph):
+    """relabel_bonus: the stored reward holds no bonus (the tally still counts it); a replayed batch's returns get
+    the bonus of the predictor before this update (at first, the one that acted), which falls as it trains."""
+    import tensorflow as tf
+
+    import curiosity
+    import envs
+    import offpolicy
+
+    config = small_config(n_step=1, relabel_bonus=True, prediction_beta=1.0, learning_rate=1e-2)
+    env = envs.create_env("Corridor-v0")
+    curious = offpolicy.Curious("action", env.observation_space.shape, curiosity.action_spec(env.action_space),
+                                config, "mlp", np.float32)
+    acting = offpolicy.Acting([env], config, np.float32, seed=0)
+    session = tf.compat.v1.Session()
+    session.run(tf.compat.v1.global_variables_initializer())
+    transitions, _ = acting.step([1], curious.acting_bonus(session, 1))
+    acted = acting.tallies[0].bonus
+    assert acted > 0 and transitions.n_step_return[0] == 0.0, "the bonus counted, not stored"
+    batch = {"observations": transitions.observation, "following": transitions.following,
+             "actions": np.asarray(transitions.action), "returns": np.zeros(1, np.float32)}
+    relabelled, values = curious.train(session, batch)
+    assert relabelled["returns"][0] == pytest.approx(acted, rel=1e-4) == values["curiosity/replayed_bonus"]
+    for _ in range(100):
+        relabelled, _ = curious.train(session, batch)
+    assert 0 < relabelled["returns"][0] < acted / 10 and batch["returns"][0] == 0.0
+
+
+def test_relabelling_needs_one_step_returns():
+    with pytest.raises(constants.ConfigError, match="relabel_bonus=True needs n_step=1"):
+        small_config(n_step=3, relabel_bonus=True)
+
+
 def test_dqn_with_the_icm_trains_its_predictor_on_replayed_batches(tmp_path):
     """On the deterministic corridor the forward model's error, hence the bonus, falls once the predictor trains on
     the replay's (s_t, a_t, s_t+1); the run still learns the corridor."""

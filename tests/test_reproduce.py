@@ -37,6 +37,46 @@ def write_episodes(log_dir, successes, step_every=10_000, workers=2):
         handle.close()
 
 
+def write_distances(log_dir, distances, step_every=10_000):
+    """Mario's episodes: episode i (1-based) ends at global step i * step_every having gone distances[i - 1]."""
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, "episodes_0.csv"), "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        for index, distance in enumerate(distances, 1):
+            writer.writerow([index * step_every, 1_000_000 + index, 0, 0, 500, 1.0, 0, 0, 0.0, "", distance, "", ""])
+
+
+def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
+    """Each ICM seed goes 300 for 100 episodes, then 1,000 + 100 x seed; A3C 250 throughout; an episode is 10k
+    steps. At 1.5M (the paper's step, added to the columns) the last 100 episodes are 51-150: half at 300."""
+    out = tmp_path / "study"
+    for seed in range(3):
+        write_distances(out / "runs" / f"mario-icm-s{seed}", [300] * 100 + [1000 + 100 * seed] * 100)  # to 2M
+        write_distances(out / "runs" / f"mario-a3c-s{seed}", [250] * 200)
+    results = reproduce.report(str(out), str(tmp_path / "report"), [1_000_000, 2_000_000], eval_episodes=0)
+
+    icm = results["tasks"]["mario"]["icm"]
+    assert icm["seeds"]["1"]["distance_at"] == {"1000000": 300.0, "1500000": 700.0, "2000000": 1100.0}
+    assert icm["distance_at"]["1500000"] == {"mean": 700.0, "min": 650.0, "max": 750.0, "seeds": 3}
+    assert icm["farthest"] == 1200.0 and results["tasks"]["mario"]["a3c"]["distance_at"]["1500000"]["mean"] == 250.0
+    # 700 lies within the paper's 711 +- 59.3, above A3C's 250
+    assert results["verdicts"]["mario"]["verdict"] == "reproduced"
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "| ICM | 3 | - | 300 | 700 [650-750] | 1,100 [1,000-1,200] | 1,200 | - |" in table
+    assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 | 250 | - |" in table
+    assert "Success: the fraction" not in table, "no Doom task: no success rates explained"
+    assert (tmp_path / "report" / "mario" / "distance_vs_steps.png").stat().st_size > 0
+
+    def judged(icm_mean, a3c_mean):
+        methods = {method: {"runs": 3, "distance_at": {"1500000": {"mean": mean, "seeds": 3}}}
+                   for method, mean in (("icm", icm_mean), ("a3c", a3c_mean))}
+        return reproduce.distance_verdict("mario", methods)["verdict"]
+
+    assert [judged(651, 250), judged(652, 250), judged(771, 250), judged(700, 700)] == [
+        "not reproduced", "reproduced", "beaten", "not reproduced"]
+
+
 def test_step_counts_read_as_people_write_them():
     assert [reproduce.parse_steps(text) for text in ("5M", "500k", "2.5M", "3000000", "1G")] == [
         5_000_000, 500_000, 2_500_000, 3_000_000, 1_000_000_000]
@@ -487,6 +527,11 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
     result = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "doomSparse" in result.stdout and "max_global_steps=5000000" in result.stdout
+    # Mario's runs have no reward at all, and by default the task's preset's environments per worker
+    mario = reproduce.train_argv("mario", "icm", 0, str(tmp_path / "mario"), 1_500_000, 0,
+                                 reproduce.parse_args(["--task", "mario", "--out", str(tmp_path)]))
+    assert "--noReward" in mario and "--noLifeReward" not in mario and "--envs-per-worker" not in mario
+    assert "--noLifeReward" in argv and argv[argv.index("--envs-per-worker") + 1] == "4"
 
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
