@@ -121,7 +121,9 @@ class Config:
     with a curiosity bonus and a replay learner, each replayed batch's bonus comes from the predictor of now,
     not the one that acted: a stored bonus keeps the size it had when its state was new, so the first
     episodes' (before the predictor learned anything) outweigh every later one and pull the learner back to
-    where it began. Needs n_step=1 (an n-step return holds bonuses that cannot be recomputed)""")
+    where it began. The bonus is then int_coef x the raw bonus over its root mean square in recent batches (for
+    every bonus: ICM's prediction_beta is not used). Needs n_step=1 (an n-step return holds bonuses that cannot be
+    recomputed)""")
     target_update_period: int = _param(2500, """
     learner updates between copies of the online network into the target network (a hard update)""")
     learning_starts: int = _param(50_000, """

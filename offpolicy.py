@@ -39,6 +39,7 @@ logger = logging.getLogger("offpolicy")
 
 DEFAULT_EVAL_EVERY = 10_000  # environment steps between the one-process mode's evaluations
 STATS_WINDOW = 100  # episodes in the progress bar's mean return
+BONUS_RMS_DECAY = 0.99  # relabel_bonus: the running mean square of the bonus remembers about 100 batches
 
 
 def build_agent(algo, observation_shape, action_space, config, head, dtype):
@@ -188,7 +189,7 @@ class Curious:
     acting time, scaled as the bonus's runner side scales it (ICM and the pixel baselines: prediction_beta x the raw
     bonus; RND: the raw bonus over the running standard deviation of its discounted return, x int_coef), added to
     the stored reward; or, with relabel_bonus, to each replayed batch's returns by the predictor of the moment (the
-    stored reward then holds none). The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam
+    stored reward then holds none), int_coef x the raw bonus over its running root mean square. The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam
     of its own; a bonus with running statistics (RND) merges the acted steps into them (ActingBonus)."""
 
     def __init__(self, unsup, observation_shape, num_actions, config, head, dtype):
@@ -198,7 +199,7 @@ class Curious:
         # the one-stream weight of a bonus scaled by its statistics; BetaScaler applies prediction_beta itself
         self.weight = config.int_coef if unsup == "rnd" else 1.0
         self.relabel = config.relabel_bonus
-        self.batch_scaler = self.module.scaler(config, 0)  # scales a batch's bonuses; its per-environment state unused
+        self.bonus_mean_square = None  # relabel: the replayed raw bonuses' squares, averaged over recent batches
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
         self.summaries = self.module.summaries()
@@ -224,15 +225,26 @@ class Curious:
     def train(self, session, batch):
         """One step of the predictor on a replayed batch; (the batch, with relabel its returns plus each step's bonus
         by the predictor before this step; the summaries' values)."""
-        bonus_fetches = [self.module.bonus_per_step, *self.batch_scaler.fetches] if self.relabel else []
+        bonus_fetches = [self.module.bonus_per_step] if self.relabel else []
         # the bonus is the forward pass the train op's gradients are computed from: the values before the update
         _, values, *bonus = session.run([self.train_op, self.summaries, *bonus_fetches],
                                         self.feed(batch["observations"], batch["following"], batch["actions"]))
         if not self.relabel:
             return batch, values
-        rewards = self.weight * self.batch_scaler.scale(bonus[0], bonus[1:])
+        rewards = self.config.int_coef * self.normalised(np.asarray(bonus[0], np.float64))
         values = {**values, "curiosity/replayed_bonus": float(np.mean(rewards))}
         return {**batch, "returns": batch["returns"] + rewards.astype(np.float32)}, values
+
+
+    def normalised(self, raw):
+        """Raw bonuses over their root mean square, averaged over recent batches (BONUS_RMS_DECAY): a scale that
+        forgets. RND's running deviation of its return keeps its first steps forever, when the untrained
+        predictor's error is thousands of times what it is a few episodes later; over a run of tens of thousands of
+        steps that start then weighs down every later bonus to nothing (MountainCarContinuous: docs/sac.md)."""
+        square = float(np.mean(raw ** 2))
+        self.bonus_mean_square = square if self.bonus_mean_square is None else (
+            BONUS_RMS_DECAY * self.bonus_mean_square + (1.0 - BONUS_RMS_DECAY) * square)
+        return raw / np.sqrt(self.bonus_mean_square + curiosity.RND_EPSILON)
 
 
 class ActingBonus:

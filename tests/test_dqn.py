@@ -201,30 +201,39 @@ def test_the_curiosity_reward_is_added_to_the_stored_reward_and_counted_apart():
 
 def test_a_relabelled_bonus_is_not_stored_and_comes_from_the_predictor_of_now(graph):
     """relabel_bonus: the stored reward holds no bonus (the tally still counts it); a replayed batch's returns get
-    the bonus of the predictor before this update (at first, the one that acted), which falls as it trains."""
+    int_coef x the bonus of the predictor of now over the bonuses' running root mean square: after the predictor
+    trained on some transitions, those have a smaller bonus than ones it never saw."""
     import tensorflow as tf
 
     import curiosity
     import envs
     import offpolicy
 
-    config = small_config(n_step=1, relabel_bonus=True, prediction_beta=1.0, learning_rate=1e-2)
+    config = small_config(n_step=1, relabel_bonus=True, int_coef=0.5, learning_rate=1e-2)
     env = envs.create_env("Corridor-v0")
     curious = offpolicy.Curious("action", env.observation_space.shape, curiosity.action_spec(env.action_space),
                                 config, "mlp", np.float32)
     acting = offpolicy.Acting([env], config, np.float32, seed=0)
     session = tf.compat.v1.Session()
     session.run(tf.compat.v1.global_variables_initializer())
-    transitions, _ = acting.step([1], curious.acting_bonus(session, 1))
-    acted = acting.tallies[0].bonus
-    assert acted > 0 and transitions.n_step_return[0] == 0.0, "the bonus counted, not stored"
-    batch = {"observations": transitions.observation, "following": transitions.following,
-             "actions": np.asarray(transitions.action), "returns": np.zeros(1, np.float32)}
+    bonus = curious.acting_bonus(session, 1)
+    played = [acting.step([action], bonus)[0] for action in (1, 1, 1, 0, 0, 1, 1, 1)]
+    assert acting.tallies[0].bonus > 0 and all(t.n_step_return[0] == 0.0 for t in played), "counted, not stored"
+    batch = {"observations": np.concatenate([t.observation for t in played]),
+             "following": np.concatenate([t.following for t in played]),
+             "actions": np.concatenate([t.action for t in played]), "returns": np.zeros(8, np.float32)}
+    raw = graph.get_tensor_by_name(curious.module.bonus_per_step.name)
+    before = session.run(raw, curious.feed(batch["observations"], batch["following"], batch["actions"]))
     relabelled, values = curious.train(session, batch)
-    assert relabelled["returns"][0] == pytest.approx(acted, rel=1e-4) == values["curiosity/replayed_bonus"]
+    # the first batch is its own root mean square
+    assert relabelled["returns"] == pytest.approx(0.5 * before / np.sqrt(np.mean(before ** 2)), rel=1e-4)
+    assert values["curiosity/replayed_bonus"] == pytest.approx(np.mean(relabelled["returns"]))
+    seen = {key: value[:4] for key, value in batch.items()}  # the first four steps only: 1, 1, 1, 0
     for _ in range(100):
-        relabelled, _ = curious.train(session, batch)
-    assert 0 < relabelled["returns"][0] < acted / 10 and batch["returns"][0] == 0.0
+        curious.train(session, seen)
+    relabelled, _ = curious.train(session, batch)
+    assert relabelled["returns"][4:].mean() > 5 * relabelled["returns"][:4].mean() > 0
+    assert not batch["returns"].any(), "the replay's own batch is not changed"
 
 
 def test_relabelling_needs_one_step_returns():
