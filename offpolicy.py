@@ -189,8 +189,9 @@ class Curious:
     acting time, scaled as the bonus's runner side scales it (ICM and the pixel baselines: prediction_beta x the raw
     bonus; RND: the raw bonus over the running standard deviation of its discounted return, x int_coef), added to
     the stored reward; or, with relabel_bonus, to each replayed batch's returns by the predictor of the moment (the
-    stored reward then holds none), int_coef x the raw bonus over its running root mean square. The predictor trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam
-    of its own; a bonus with running statistics (RND) merges the acted steps into them (ActingBonus)."""
+    stored reward then holds none), int_coef x the raw bonus over its running root mean square. The predictor
+    trains on every replayed batch's (s_t, a_t, s_t+1), by an Adam of its own; a bonus with running statistics
+    (RND) merges the acted steps into them (ActingBonus)."""
 
     def __init__(self, unsup, observation_shape, num_actions, config, head, dtype):
         with tf1.variable_scope("curiosity"):

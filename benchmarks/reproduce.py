@@ -10,7 +10,8 @@ on Super Mario Bros without any reward (Table 1).
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
 with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`; on Doom no living
 penalty, on Mario no reward at all; RND, `--unsup rnd`, for `rnd`), with --envs-per-worker environments per
-worker (by default the task's preset's: 4 on Doom, 1 on Mario). Runs go one after another (--parallel N: N at once), each with
+worker (by default the task's preset's: 4 on Doom, 1 on Mario). Runs go one after another (--parallel N: N at
+once), each with
 --workers workers. Running the same command again skips the runs that reached --steps and resumes the others
 from their checkpoints, so a study can span several sittings; a run whose folder is not here but whose archive in
 --report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting
@@ -813,7 +814,8 @@ def markdown(results):
     seed."""
     milestones, window, sustained = results["milestones"], results["window"], results["sustained_window"]
     by_success = any(task_spec(task)["measure"] == "success" for task in results["tasks"])
-    lines = [] if not by_success else [f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
+    lines = [] if not by_success else [
+             f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
              f"(`-`: the run did not get there); per method the mean over the seeds that got there, and in brackets "
              f"their lowest and highest. First {SOLVED:.0%}: the first {window} episodes with >= {SOLVED:.0%} "
              f"success. Solved for good: from that step to the end of the run every {sustained:,} episodes in a row "
@@ -870,6 +872,10 @@ def distance(value):
     return "-" if value is None else f"{value:,.0f}"
 
 
+def episodes(count):
+    return f"{count} episode{'' if count == 1 else 's'}"
+
+
 def distance_spread(at):
     if at is None:
         return "-"
@@ -889,7 +895,7 @@ def distance_markdown(task, methods, results):
         lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: {judged['why']}.", ""]
     baseline = results.get("random", {}).get(task)
     if baseline and baseline.get("mean_distance") is not None:
-        lines += [f"A random agent: {distance(baseline['mean_distance'])} over {baseline['episodes']} episodes "
+        lines += [f"A random agent: {distance(baseline['mean_distance'])} over {episodes(baseline['episodes'])} "
                   f"(`{baseline['file']}`).", ""]
     lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones) + " | farthest | greedy |",
               "|---" * (len(milestones) + 5) + "|"]
@@ -898,7 +904,7 @@ def distance_markdown(task, methods, results):
         lines.append(f"| {METHOD_LABELS[method]} | {summary['runs']} | {', '.join(summary['setups']) or '-'} | "
                      + " | ".join(distance_spread(summary["distance_at"][str(m)]) for m in milestones)
                      + f" | {distance(summary['farthest'])} | "
-                     + (f"{distance(greedy['mean_distance'])} ({greedy['episodes']} episodes)" if greedy else "-")
+                     + (f"{distance(greedy['mean_distance'])} ({episodes(greedy['episodes'])})" if greedy else "-")
                      + " |")
     lines += ["", "| method | seed | set-up | steps run | " + " | ".join(short(m) for m in milestones)
               + f" | last {window} | farthest | greedy | sittings | machine |", "|---" * (len(milestones) + 9) + "|"]
