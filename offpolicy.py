@@ -247,6 +247,12 @@ class Curious:
             BONUS_RMS_DECAY * self.bonus_mean_square + (1.0 - BONUS_RMS_DECAY) * square)
         return raw / np.sqrt(self.bonus_mean_square + curiosity.RND_EPSILON)
 
+    def as_replayed(self, raw):
+        """int_coef x raw bonuses on the replayed bonuses' scale of the moment, not updating it (raw before the
+        first update): what the episode log counts when the bonus is relabelled."""
+        scale = 1.0 if self.bonus_mean_square is None else np.sqrt(self.bonus_mean_square + curiosity.RND_EPSILON)
+        return self.config.int_coef * np.asarray(raw, np.float64) / scale
+
 
 class ActingBonus:
     """Each step's curiosity rewards for an Acting (Acting.step's `bonus`): the scaler keeps the bonus's state per
@@ -262,7 +268,8 @@ class ActingBonus:
         self.pending = []  # (stored s_t+1 [K, ...], bonus returns [K]) of steps not merged yet
 
     def __call__(self, observations, following, actions):
-        """[K] the rewards of one step of the K environments, given as stored observations."""
+        """[K] the rewards of one step of the K environments, given as stored observations (with relabel_bonus,
+        counted in the episode log only, as the learner would replay them now)."""
         raw, *extra = self.session.run([self.module.bonus_per_step, *self.scaler.fetches],
                                        self.curious.feed(observations, following, actions, self.module))
         rewards, data = self.scaler.step(raw, extra)
@@ -270,7 +277,7 @@ class ActingBonus:
             self.pending.append((following, data))
             if len(self.pending) >= self.STATISTICS_EVERY:
                 self.flush()
-        return self.curious.weight * rewards
+        return self.curious.as_replayed(raw) if self.curious.relabel else self.curious.weight * rewards
 
     @property
     def stored(self):

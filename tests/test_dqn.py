@@ -234,6 +234,13 @@ def test_a_relabelled_bonus_is_not_stored_and_comes_from_the_predictor_of_now(gr
     relabelled, _ = curious.train(session, batch)
     assert relabelled["returns"][4:].mean() > 5 * relabelled["returns"][:4].mean() > 0
     assert not batch["returns"].any(), "the replay's own batch is not changed"
+    # the episode log counts a step's bonus on the replayed scale of the moment
+    observation, counted = acting.stored_observations(), acting.tallies[0].bonus
+    step, finished = acting.step([0], bonus)
+    assert not finished
+    raw_now = session.run(raw, curious.feed(observation, step.following, np.array([0])))
+    assert acting.tallies[0].bonus - counted == pytest.approx(
+        0.5 * raw_now[0] / np.sqrt(curious.bonus_mean_square), rel=1e-4)
 
 
 def test_relabelling_needs_one_step_returns():
