@@ -453,17 +453,24 @@ def setup_of(config):
     return f"{workers} x {per_worker}" if workers and per_worker else None
 
 
+def over_seeds(runs, key, milestones):
+    """{milestone: the mean, lowest and highest of the runs' run[key][milestone] over the runs that got there, and
+    how many did; None where none did}."""
+    at = {}
+    for milestone in milestones:
+        values = [run[key].get(str(milestone)) for run in runs]
+        values = [value for value in values if value is not None]
+        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
+                               "seeds": len(values)} if values else None)
+    return at
+
+
 def method_summary(seeds, milestones):
     """What a method's seeds did together: the mean, min and max success at each milestone over the seeds
     that got there, how many solved (first window, and for good), the median steps to either, and the greedy
     evaluations pooled."""
     runs = list(seeds.values())
-    at = {}
-    for milestone in milestones:
-        values = [run["success_at"].get(str(milestone)) for run in runs]
-        values = [value for value in values if value is not None]
-        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
-                               "seeds": len(values)} if values else None)
+    at = over_seeds(runs, "success_at", milestones)
     evaluations = [run.get("greedy_eval") or {} for run in runs]
     evaluations = [e for e in evaluations if e.get("episodes") and e.get("success_rate") is not None]
     return {"seeds": seeds, "runs": len(runs), "success_at": at,
@@ -482,12 +489,7 @@ def distance_method_summary(seeds, milestones):
     """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
     milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean."""
     runs = list(seeds.values())
-    at = {}
-    for milestone in milestones:
-        values = [run["distance_at"].get(str(milestone)) for run in runs]
-        values = [value for value in values if value is not None]
-        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
-                               "seeds": len(values)} if values else None)
+    at = over_seeds(runs, "distance_at", milestones)
     evaluations = [run.get("greedy_eval") or {} for run in runs]
     evaluations = [e for e in evaluations if e.get("episodes") and e.get("mean_distance") is not None]
     farthest = [run["farthest"] for run in runs if run.get("farthest") is not None]
@@ -782,12 +784,13 @@ def rate(value):
     return f"{value:.3f}"
 
 
-def spread(at):
-    """'mean [min-max]' of a milestone's success over the seeds that got there; '-' where none did."""
+def spread(at, shown=rate):
+    """'mean [min-max]' of a milestone's success (or distance, `shown` by `distance`) over the seeds that got
+    there; '-' where none did."""
     if at is None:
         return "-"
-    text = rate(at["mean"])
-    return text if at["min"] == at["max"] else f"{text} [{rate(at['min'])}-{rate(at['max'])}]"
+    text = shown(at["mean"])
+    return text if at["min"] == at["max"] else f"{text} [{shown(at['min'])}-{shown(at['max'])}]"
 
 
 def steps_or_dash(steps):
@@ -851,20 +854,28 @@ def markdown(results):
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
-        lines += ["", "| method | seed | set-up | steps run | " + " | ".join(short(m) for m in milestones)
-                  + f" | last {sustained:,} | first {SOLVED:.0%} | solved for good | greedy (distinct) | sittings "
-                  "| machine |", "|---" * (len(milestones) + 10) + "|"]
+        lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
+                                                    "greedy (distinct)"])]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 last = run.get("last_episodes") or {}
-                lines.append(f"| {METHOD_LABELS[method]} | {seed} | {run.get('setup') or '-'} | {steps_cell(run)} | "
-                             + " | ".join(rate(run["success_at"].get(str(m))) for m in milestones)
-                             + f" | {rate(last.get('success'))} | {steps_or_dash(run['first_solved'])} | "
-                             + f"{steps_or_dash(run.get('sustained_from'))} | "
-                             + f"{greedy_cell(run['greedy_eval'] or {})} | {sittings_cell(run)} | "
-                             + f"{run.get('machine') or '-'} |")
+                lines.append(seed_row(method, seed, run, [rate(run["success_at"].get(str(m))) for m in milestones] + [
+                    rate(last.get("success")), steps_or_dash(run["first_solved"]),
+                    steps_or_dash(run.get("sustained_from")), greedy_cell(run["greedy_eval"] or {})]))
         lines.append("")
     return "\n".join(lines)
+
+
+def seed_table_head(milestones, columns):
+    """The header and rule of a table with a row per seed: whose run, its set-up, how far it ran, the milestones,
+    `columns`, its sittings and machine."""
+    names = ["method", "seed", "set-up", "steps run", *(short(m) for m in milestones), *columns, "sittings", "machine"]
+    return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
+
+
+def seed_row(method, seed, run, cells):
+    return "| " + " | ".join([METHOD_LABELS[method], str(seed), run.get("setup") or "-", steps_cell(run), *cells,
+                              sittings_cell(run), run.get("machine") or "-"]) + " |"
 
 
 def distance(value):
@@ -874,13 +885,6 @@ def distance(value):
 
 def episodes(count):
     return f"{count} episode{'' if count == 1 else 's'}"
-
-
-def distance_spread(at):
-    if at is None:
-        return "-"
-    text = distance(at["mean"])
-    return text if at["min"] == at["max"] else f"{text} [{distance(at['min'])}-{distance(at['max'])}]"
 
 
 def distance_markdown(task, methods, results):
@@ -902,20 +906,17 @@ def distance_markdown(task, methods, results):
     for method, summary in methods.items():
         greedy = summary.get("greedy")
         lines.append(f"| {METHOD_LABELS[method]} | {summary['runs']} | {', '.join(summary['setups']) or '-'} | "
-                     + " | ".join(distance_spread(summary["distance_at"][str(m)]) for m in milestones)
+                     + " | ".join(spread(summary["distance_at"][str(m)], distance) for m in milestones)
                      + f" | {distance(summary['farthest'])} | "
                      + (f"{distance(greedy['mean_distance'])} ({episodes(greedy['episodes'])})" if greedy else "-")
                      + " |")
-    lines += ["", "| method | seed | set-up | steps run | " + " | ".join(short(m) for m in milestones)
-              + f" | last {window} | farthest | greedy | sittings | machine |", "|---" * (len(milestones) + 9) + "|"]
+    lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", "greedy"])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():
             greedy = run.get("greedy_eval") or {}
-            lines.append(f"| {METHOD_LABELS[method]} | {seed} | {run.get('setup') or '-'} | {steps_cell(run)} | "
-                         + " | ".join(distance(run["distance_at"].get(str(m))) for m in milestones)
-                         + f" | {distance(run['last_episodes'].get('distance'))} | {distance(run.get('farthest'))} | "
-                         + f"{distance(greedy.get('mean_distance'))} | {sittings_cell(run)} | "
-                         + f"{run.get('machine') or '-'} |")
+            lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
+                distance(run["last_episodes"].get("distance")), distance(run.get("farthest")),
+                distance(greedy.get("mean_distance"))]))
     return lines + [""]
 
 
