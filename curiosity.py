@@ -91,11 +91,7 @@ class BetaScaler:
 
     def step(self, raw, extra):
         """One step of every environment (a value learner's acting): ([K] rewards, None: no statistics' data)."""
-        return self.scale(raw, extra), None
-
-    def scale(self, raw, extra):
-        """The rewards of raw bonuses, however they were gathered (a replayed batch's)."""
-        return self.beta * np.asarray(raw, np.float64)
+        return self.beta * np.asarray(raw, np.float64), None
 
 
 class Curiosity:
@@ -324,7 +320,8 @@ class ReturnScaler:
         return self.scale(raw, extra), self.running.copy()
 
     def scale(self, raw, extra):
-        """The rewards of raw bonuses, however they were gathered (a replayed batch's): over the return's std."""
+        """Raw bonuses as rewards: over the running standard deviation of the bonus's return (`extra`: its
+        variance)."""
         return np.asarray(raw, np.float64) / np.sqrt(float(extra[0]) + RND_EPSILON)
 
 

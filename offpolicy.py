@@ -236,7 +236,6 @@ class Curious:
         values = {**values, "curiosity/replayed_bonus": float(np.mean(rewards))}
         return {**batch, "returns": batch["returns"] + rewards.astype(np.float32)}, values
 
-
     def normalised(self, raw):
         """Raw bonuses over their root mean square, averaged over recent batches (BONUS_RMS_DECAY): a scale that
         forgets. RND's running deviation of its return keeps its first steps forever, when the untrained
