@@ -281,11 +281,13 @@ PRESETS = {
     # an update per step, uniform replay, one-step returns, tau 0.005), random actions for the first 1,000 steps.
     # Discrete actions aim at 0.1 log |A| of entropy: at cleanrl's 0.89 on CartPole the temperature grew without
     # bound (alpha 64,000, the critics' loss 6e8 at 30k steps); at 0.1 the greedy policy solved CartPole in seeds
-    # 0-2 (docs/sac.md).
+    # 0-2 (docs/sac.md). A curiosity bonus is relabelled at 0.1 of its running RMS: on MountainCarContinuous
+    # SAC+RND found the flag in 3 of 3 seeds within 20k steps, SAC+ICM in 2, SAC alone in none; with the bonus
+    # stored at acting time, none (docs/sac.md).
     "sac_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1",
                     "replay_capacity": "100000", "batch_size": "256", "learning_starts": "1000", "replay_ratio": "256",
                     "n_step": "1", "prioritized": "false", "gamma": "0.99", "max_global_steps": "20000",
-                    "target_entropy_scale": "0.1"},
+                    "target_entropy_scale": "0.1", "relabel_bonus": "true", "int_coef": "0.1"},
     # SAC on images (discrete actions): cleanrl's sac_atari (lr 3e-4, batch 64, an update every 4 steps, 20k random
     # steps, target entropy 0.89 log |A|; its targets are copied every 8,000 steps where these follow by Polyak).
     "sac": {"learning_rate": "3e-4", "adam_epsilon": "1e-4", "envs_per_worker": "1", "replay_capacity": "1000000",
