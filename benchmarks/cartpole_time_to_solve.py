@@ -136,7 +136,13 @@ def main():
                         help="greedy episodes of each run's final checkpoint, by demo.py (default: none)")
     parser.add_argument("extra", nargs="*", help="more train.py flags, after --")
     args = parser.parse_args()
-    results = [run_seed(args, seed) for seed in args.seeds]
+    results, interrupted = [], False
+    try:
+        for seed in args.seeds:
+            results.append(run_seed(args, seed))
+    except KeyboardInterrupt:  # run_seed has stopped its run; report the seeds that finished
+        interrupted = True
+        print(f"stopped: {len(results)} of {len(args.seeds)} seeds finished", file=sys.stderr)
     for r in results:
         verdict = f"solved in {r['seconds']} s at global step {r['global_step']}" if r["solved"] else "NOT solved"
         extra = "".join(f", {name.replace('_', ' ')} {r[name]}" for name in ("first_eval_solved_step", "last_eval",
@@ -146,7 +152,10 @@ def main():
     with open(os.path.join(args.out, "time_to_solve.json"), "w") as handle:
         json.dump({"num_workers": args.num_workers, "env_id": args.env_id, "cpus": os.cpu_count(),
                    "solved_mean": args.solved_mean, "window": args.window,
-                   "counted": args.counted, "train_flags": args.extra, "results": results}, handle, indent=2)
+                   "counted": args.counted, "train_flags": args.extra, "interrupted": interrupted,
+                   "results": results}, handle, indent=2)
+    if interrupted:
+        return 130
     return 0 if all(r["solved"] for r in results) else 1
 
 
