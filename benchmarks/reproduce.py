@@ -224,7 +224,7 @@ def task_spec(task):
 
 
 def train_argv(task, method, seed, log_dir, steps, slot, args):
-    per_worker = ["--envs-per-worker", str(args.envs_per_worker)] if args.envs_per_worker else []  # else the preset's
+    per_worker = [] if args.envs_per_worker is None else ["--envs-per-worker", str(args.envs_per_worker)]
     return [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(args.workers),
             "--env-id", task, *METHODS[method], *task_spec(task)["flags"], *per_worker,
             "--log-dir", log_dir, "--expId", str(EXP_ID_BASE + slot), "--no-tensorboard",
@@ -504,14 +504,13 @@ def distance_method_summary(seeds, milestones):
 def distance_verdict(task, methods):
     """Whether the paper's distance on `task` is reproduced, by PAPER_DISTANCE's criterion, at its step."""
     paper = PAPER_DISTANCE[task]
-    icm, a3c = methods.get("icm"), methods.get("a3c")
-    if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
-        have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
-        return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
-    icm_at, a3c_at = (method["distance_at"].get(str(paper["at"])) for method in (icm, a3c))
+    not_judged = unjudged(methods)
+    if not_judged:
+        return not_judged
+    icm_at, a3c_at = (methods[method]["distance_at"].get(str(paper["at"])) for method in ("icm", "a3c"))
     if icm_at is None or a3c_at is None or min(icm_at["seeds"], a3c_at["seeds"]) < SEEDS_TO_JUDGE:
         return {"verdict": "not judged", "why": f"{SEEDS_TO_JUDGE} seeds of each must reach {short(paper['at'])} "
-                                                "steps (give it to --at)"}
+                                                "steps"}
     why = (f"at {short(paper['at'])} the ICM's seeds went {icm_at['mean']:.0f} on average (A3C's "
            f"{a3c_at['mean']:.0f}); the paper's {paper['distance']:.0f} +- {paper['error']:.0f}")
     if icm_at["mean"] < paper["distance"] - paper["error"] or icm_at["mean"] <= a3c_at["mean"]:
@@ -524,13 +523,9 @@ def median_or_none(values):
     return int(np.median(values)) if values else None
 
 
-def verdict(task, methods):
-    """Whether the paper's result on `task` is reproduced, by the criterion PAPER states: a majority of the ICM's
-    seeds solved for good by the paper's step ("beaten" where by BEATEN of it), and where the paper's A3C never
-    learned, a majority of A3C's seeds not solved. None for a task the paper did not run."""
-    paper = PAPER.get(task)
-    if paper is None:
-        return None
+def unjudged(methods):
+    """Why no verdict can be given over the ICM's and A3C's seeds (too few, or of different set-ups: workers x
+    environments per worker), as a verdict; None when one can."""
     icm, a3c = methods.get("icm"), methods.get("a3c")
     if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
         have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
@@ -539,6 +534,20 @@ def verdict(task, methods):
     if mixed:
         return {"verdict": "not judged", "why": f"the {' and '.join(mixed)} seeds differ in workers x environments "
                                                 f"per worker; seeds of one set-up are needed"}
+    return None
+
+
+def verdict(task, methods):
+    """Whether the paper's result on `task` is reproduced, by the criterion PAPER states: a majority of the ICM's
+    seeds solved for good by the paper's step ("beaten" where by BEATEN of it), and where the paper's A3C never
+    learned, a majority of A3C's seeds not solved. None for a task the paper did not run."""
+    paper = PAPER.get(task)
+    if paper is None:
+        return None
+    not_judged = unjudged(methods)
+    if not_judged:
+        return not_judged
+    icm, a3c = methods["icm"], methods["a3c"]
 
     def solved_by(summary, step):
         return sum(1 for run in summary["seeds"].values()
@@ -942,8 +951,8 @@ def parse_args(argv=None):
     parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
-    if args.workers < 1 or (args.envs_per_worker or 1) < 1 or args.parallel < 1 or min(args.eval_episodes,
-                                                                                 args.random_episodes) < 0:
+    too_few = min(args.workers, args.parallel, 1 if args.envs_per_worker is None else args.envs_per_worker) < 1
+    if too_few or min(args.eval_episodes, args.random_episodes) < 0:
         parser.error("--workers, --envs-per-worker and --parallel must be >= 1, --eval-episodes and "
                      "--random-episodes >= 0")
     if min(args.seeds) < 0:

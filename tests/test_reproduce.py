@@ -75,6 +75,10 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
 
     assert [judged(651, 250), judged(652, 250), judged(771, 250), judged(700, 700)] == [
         "not reproduced", "reproduced", "beaten", "not reproduced"]
+    # as on Doom, no verdict over seeds of different set-ups
+    mixed = {method: {"runs": 3, "setups": ["2 x 1", "2 x 4"], "distance_at": {"1500000": {"mean": 700, "seeds": 3}}}
+             for method in ("icm", "a3c")}
+    assert "differ in workers x environments" in reproduce.distance_verdict("mario", mixed)["why"]
 
 
 def test_step_counts_read_as_people_write_them():
@@ -535,10 +539,11 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
 
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
-    for flags in (["--steps", "five"], ["--parallel", "0"], ["--method", "ppo"]):
+    for flags, message in ((["--steps", "five"], "--steps"), (["--parallel", "0"], "must be >= 1"),
+                           (["--method", "ppo"], "--method"), (["--envs-per-worker", "0"], "must be >= 1")):
         result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
                                  str(tmp_path), *flags], capture_output=True, text=True, timeout=60)
-        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 2 and "Traceback" not in result.stderr and message in result.stderr, result.stderr
     empty = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
                             str(tmp_path), "--report-only"], capture_output=True, text=True, timeout=60)
     assert empty.returncode == 2 and empty.stderr.strip().count("\n") == 0 and "no runs" in empty.stderr
