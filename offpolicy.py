@@ -199,7 +199,6 @@ class Curious:
         self.config, self.dtype = config, dtype
         # the one-stream weight of a bonus scaled by its statistics; BetaScaler applies prediction_beta itself
         self.weight = config.int_coef if unsup == "rnd" else 1.0
-        self.relabel = config.relabel_bonus
         self.bonus_mean_square = None  # relabel: the replayed raw bonuses' squares, averaged over recent batches
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
@@ -226,29 +225,32 @@ class Curious:
     def train(self, session, batch):
         """One step of the predictor on a replayed batch; (the batch, with relabel its returns plus each step's bonus
         by the predictor before this step; the summaries' values)."""
-        bonus_fetches = [self.module.bonus_per_step] if self.relabel else []
+        relabel = self.config.relabel_bonus
+        bonus_fetches = [self.module.bonus_per_step] if relabel else []
         # the bonus is the forward pass the train op's gradients are computed from: the values before the update
         _, values, *bonus = session.run([self.train_op, self.summaries, *bonus_fetches],
                                         self.feed(batch["observations"], batch["following"], batch["actions"]))
-        if not self.relabel:
+        if not relabel:
             return batch, values
-        rewards = self.config.int_coef * self.normalised(np.asarray(bonus[0], np.float64))
+        raw = np.asarray(bonus[0], np.float64)
+        self.track_scale(raw)
+        rewards = self.as_replayed(raw)
         values = {**values, "curiosity/replayed_bonus": float(np.mean(rewards))}
         return {**batch, "returns": batch["returns"] + rewards.astype(np.float32)}, values
 
-    def normalised(self, raw):
-        """Raw bonuses over their root mean square, averaged over recent batches (BONUS_RMS_DECAY): a scale that
-        forgets. RND's running deviation of its return keeps its first steps forever, when the untrained
-        predictor's error is thousands of times what it is a few episodes later; over a run of tens of thousands of
-        steps that start then weighs down every later bonus to nothing (MountainCarContinuous: docs/sac.md)."""
+    def track_scale(self, raw):
+        """Fold a replayed batch's raw bonuses into their mean square, averaged over recent batches
+        (BONUS_RMS_DECAY): a scale that forgets. RND's running deviation of its return keeps its first steps
+        forever, when the untrained predictor's error is thousands of times what it is a few episodes later; over a
+        run of tens of thousands of steps that start then weighs down every later bonus to nothing
+        (MountainCarContinuous: docs/sac.md)."""
         square = float(np.mean(raw ** 2))
         self.bonus_mean_square = square if self.bonus_mean_square is None else (
             BONUS_RMS_DECAY * self.bonus_mean_square + (1.0 - BONUS_RMS_DECAY) * square)
-        return raw / np.sqrt(self.bonus_mean_square + curiosity.RND_EPSILON)
 
     def as_replayed(self, raw):
-        """int_coef x raw bonuses on the replayed bonuses' scale of the moment, not updating it (raw before the
-        first update): what the episode log counts when the bonus is relabelled."""
+        """int_coef x raw bonuses over their running root mean square (raw before the first update): the relabelled
+        bonus of a replayed batch, and what the episode log counts of each acted step."""
         scale = 1.0 if self.bonus_mean_square is None else np.sqrt(self.bonus_mean_square + curiosity.RND_EPSILON)
         return self.config.int_coef * np.asarray(raw, np.float64) / scale
 
@@ -276,12 +278,12 @@ class ActingBonus:
             self.pending.append((following, data))
             if len(self.pending) >= self.STATISTICS_EVERY:
                 self.flush()
-        return self.curious.as_replayed(raw) if self.curious.relabel else self.curious.weight * rewards
+        return self.curious.as_replayed(raw) if self.curious.config.relabel_bonus else self.curious.weight * rewards
 
     @property
     def stored(self):
         """Whether the bonus goes into the stored reward (else the learner adds it to each replayed batch)."""
-        return not self.curious.relabel
+        return not self.curious.config.relabel_bonus
 
     def flush(self):
         if self.merge is None or not self.pending:
