@@ -160,7 +160,7 @@ def build_networks(env, config, design_head=None, unsup="none"):
     """
     observation_shape, num_actions = env.observation_space.shape, env.action_space.n
     policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size,
-                        curiosity.two_streams(unsup, config))
+                        curiosity.two_streams(unsup, config), config.mlp_units)
     if unsup == "none":
         return policy, None
     with tf1.variable_scope("predictor"):

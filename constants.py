@@ -99,6 +99,9 @@ class Config:
     the policy is not updated until the global step passes this (the predictor learns from the start)""")
     lstm_size: int = _param(256, """
     units of the policy LSTM""")
+    mlp_units: int = _param(64, """
+    units of each of the two layers of the mlp head, A3C's and the DQN's trunk on vector observations (SAC's
+    layers are its own, 256 x 256)""")
     max_global_steps: int = _param(100_000_000, """
     training stops when the global step (environment steps over all workers) reaches this""")
     checkpoint_secs: float = _param(30.0, """
@@ -139,6 +142,9 @@ class Config:
     the importance-sampling exponent at the start, annealed to 1 at max_global_steps""")
     dueling: bool = _param(False, """
     the Q head as a state value plus advantages less their mean (Wang et al. 2016)""")
+    anneal_lr: bool = _param(False, """
+    the DQN's learning rate falls linearly from learning_rate at step 0 to 0 at max_global_steps (cleanrl's
+    anneal_lr), so that the late steps cannot undo a policy already found""")
     q_grad_clip: float = _param(1.0, """
     every element of the DQN's gradient is clamped to [-x, x] (on top of the Huber loss)""")
     epsilon_start: float = _param(1.0, """
@@ -182,6 +188,7 @@ class Config:
             ("rnd_warm_up_steps", self.rnd_warm_up_steps >= 0, "must be >= 0"),
             ("policy_no_backprop_steps", self.policy_no_backprop_steps >= 0, "must be >= 0"),
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
+            ("mlp_units", self.mlp_units >= 1, "must be >= 1"),
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
             ("checkpoint_secs", self.checkpoint_secs > 0.0, "must be > 0"),
             ("summary_every_updates", self.summary_every_updates >= 1, "must be >= 1"),
@@ -470,7 +477,7 @@ def guarded(changes):
 
 
 # Fields that change the network's shapes: the checkpoint cannot be resumed with another value.
-SHAPE_FIELDS = ("lstm_size",)
+SHAPE_FIELDS = ("lstm_size", "mlp_units")
 
 
 def check_relaunch(log_dir, overrides, preset, allow_change):

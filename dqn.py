@@ -40,7 +40,8 @@ def q_network(observations, scope, num_actions, config, head, reuse=False):
     if observations.dtype == tf.uint8:
         observations = tf.cast(observations, tf.float32) / 255.0
     with tf1.variable_scope(scope, reuse=reuse):
-        return q_head(model.flatten(model.HEADS[head](observations)), num_actions, config.dueling)
+        features = model.head_features(head, observations, config.mlp_units)
+        return q_head(model.flatten(features), num_actions, config.dueling)
 
 
 def epsilon_greedy(q_values, epsilon, rng):
@@ -76,7 +77,8 @@ class DQN:
         self.loss = tf.reduce_mean(self.weights * huber)
         self.global_step = global_step_variable()  # environment steps
         self.updates = tf1.get_variable("updates", [], tf.int64, tf1.zeros_initializer(), trainable=False)
-        optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
+        rate = annealed_rate(config, self.global_step) if config.anneal_lr else config.learning_rate
+        optimizer = tf1.train.AdamOptimizer(rate, epsilon=config.adam_epsilon)
         gradients = optimizer.compute_gradients(self.loss, self.online_variables)
         clipped = [(tf.clip_by_value(g, -config.q_grad_clip, config.q_grad_clip), v) for g, v in gradients]
         self.train_op = optimizer.apply_gradients(clipped, global_step=self.updates)
@@ -122,6 +124,12 @@ class DQN:
 
     def exploration(self, step):
         return {"dqn/epsilon": epsilon_at(step, self.config)}
+
+
+def annealed_rate(config, step):
+    """learning_rate x (1 - step / max_global_steps), not below 0: a tensor of the global step."""
+    remaining = 1.0 - tf.cast(step, tf.float32) / float(config.max_global_steps)
+    return config.learning_rate * tf.maximum(remaining, 0.0)
 
 
 def epsilon_at(step, config):

@@ -15,7 +15,7 @@ tf1 = tf.compat.v1
 
 IMAGE_HEADS = ("universe", "nips", "nature", "doom")
 UNIVERSE_CONVS = 4
-MLP_UNITS = (64, 64)
+MLP_UNITS = 64  # each of the mlp head's two layers (config.mlp_units; the curiosity predictors' encoder keeps it)
 VALUE_INIT_STD = 1.0
 LOGITS_INIT_STD = 0.01
 
@@ -115,15 +115,20 @@ def doom_head(x):
     return tf.nn.elu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
 
 
-def mlp_head(x):
-    """Two ELU layers for vector observations (classic control)."""
-    for i, units in enumerate(MLP_UNITS):
+def mlp_head(x, units=MLP_UNITS):
+    """Two ELU layers of `units` for vector observations (classic control)."""
+    for i in range(2):
         x = tf.nn.elu(linear(x, units, f"fc{i + 1}", normalized_columns_initializer(1.0)))
     return x
 
 
 HEADS = {"universe": universe_head, "nips": nips_head, "nature": nature_head, "doom": doom_head,
          "mlp": mlp_head}
+
+
+def head_features(head, x, mlp_units=MLP_UNITS):
+    """The features of the design head `head` on a batch of observations; the mlp's layers have `mlp_units`."""
+    return mlp_head(x, mlp_units) if head == "mlp" else HEADS[head](x)
 
 
 def choose_head(observation_shape, design_head=None):
@@ -190,7 +195,8 @@ class LSTMPolicy:
     (Burda et al. 2018, RND: the extrinsic and intrinsic returns have a value head each); else it is None.
     """
 
-    def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256, two_streams=False):
+    def __init__(self, observation_shape, num_actions, design_head=None, lstm_size=256, two_streams=False,
+                 mlp_units=MLP_UNITS):
         variables_before = trainable_variables()
         self.head = choose_head(observation_shape, design_head)
         self.num_actions = num_actions
@@ -198,7 +204,7 @@ class LSTMPolicy:
         self.x = x = tf1.placeholder(tf.float32, [None, None, *observation_shape], name="observations")
         batch, time = tf.shape(x)[0], tf.shape(x)[1]
         frames = tf.reshape(x, [-1, *observation_shape])  # [B*T, *obs]
-        features = HEADS[self.head](frames)
+        features = head_features(self.head, frames, mlp_units)
         self.features = features = tf.reshape(features, [batch, time, int(features.get_shape()[1])])  # [B, T, F]
 
         self.state_in = LSTMState(tf1.placeholder(tf.float32, [None, lstm_size], name="c_in"),

@@ -67,6 +67,30 @@ def test_an_update_trains_the_online_network_only_and_the_target_copies_it_when_
         assert all(np.array_equal(a, b) for a, b in zip(online, target))
 
 
+def test_an_annealed_learning_rate_falls_linearly_to_zero_at_the_last_step(graph):
+    import tensorflow as tf
+
+    import dqn
+
+    network = dqn.DQN((4,), 2, small_config(anneal_lr="true", learning_rate=0.1, max_global_steps=1000), "mlp")
+    rng = np.random.default_rng(0)
+    batch = {"observations": rng.random((8, 4), np.float32), "next_observations": rng.random((8, 4), np.float32),
+             "actions": rng.integers(0, 2, 8), "returns": rng.random(8, np.float32),
+             "discounts": np.full(8, 0.9, np.float32)}
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        rate = dqn.annealed_rate(network.config, network.global_step)
+        for step, expected in [(0, 0.1), (250, 0.075), (900, 0.01), (1000, 0.0), (5000, 0.0)]:
+            network.global_step.load(step, session)
+            assert session.run(rate) == pytest.approx(expected, abs=1e-7)
+        before = session.run(network.online_variables)
+        network.train(session, batch, np.ones(8, np.float32))  # at step 5,000: a step of size 0
+        assert all(np.array_equal(a, b) for a, b in zip(before, session.run(network.online_variables)))
+        network.global_step.load(500, session)
+        network.train(session, batch, np.ones(8, np.float32))
+        assert any(not np.array_equal(a, b) for a, b in zip(before, session.run(network.online_variables)))
+
+
 def test_the_replay_ratio_is_kept_from_the_end_of_the_warm_up():
     import offpolicy
 

@@ -405,6 +405,8 @@ def test_a_relaunch_keeps_the_saved_values_and_says_so_unless_allowed(tmp_path):
     # the network's shapes cannot change under a checkpoint, even when asked
     result = run_train(*args, "--allow-config-change", "--set", "lstm_size=64")
     assert_one_line_error(result, "lstm_size 256 -> 64 changes the network's shapes")
+    result = run_train(*args, "--allow-config-change", "--set", "mlp_units=256")
+    assert_one_line_error(result, "mlp_units 64 -> 256 changes the network's shapes")
 
 
 def test_a_relaunch_resumes_the_saved_hyperparameters_not_todays_defaults(tmp_path):

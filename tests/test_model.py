@@ -57,6 +57,20 @@ def test_vector_observations_get_the_mlp_head(graph):
         choose_head((42, 42, 1), "mlp")
 
 
+def test_mlp_units_sets_the_width_of_the_a3c_and_dqn_trunks_on_vectors(graph):
+    import dqn
+
+    def kernels(scope):
+        return {v.name.split("/")[-2]: v.shape.as_list() for v in tf1.trainable_variables(scope)
+                if v.name.endswith("/w:0") and "/fc" in v.name}
+
+    with tf1.variable_scope("policy"):
+        LSTMPolicy((3,), num_actions=2, lstm_size=8, mlp_units=16)
+    dqn.DQN((4,), 2, constants.Config(mlp_units=24), "mlp")
+    assert kernels("policy") == {"fc1": [3, 16], "fc2": [16, 16]}
+    assert kernels("online") == kernels("target") == {"fc1": [4, 24], "fc2": [24, 24]}
+
+
 def test_lstm_state_carries_information(graph):
     policy = LSTMPolicy((3,), num_actions=2, lstm_size=8)
     with tf1.Session() as session:
