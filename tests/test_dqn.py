@@ -36,16 +36,21 @@ def small_config(**changes):
     return constants.config_from_overrides([f"{name}={value}" for name, value in changes.items()], "dqn_classic")
 
 
+def random_batch(size=8):
+    """A replayed batch of CartPole-shaped transitions (4 numbers, 2 actions), each discounted by 0.9."""
+    rng = np.random.default_rng(0)
+    return {"observations": rng.random((size, 4), np.float32), "next_observations": rng.random((size, 4), np.float32),
+            "actions": rng.integers(0, 2, size), "returns": rng.random(size, np.float32),
+            "discounts": np.full(size, 0.9, np.float32)}
+
+
 def test_an_update_trains_the_online_network_only_and_the_target_copies_it_when_told(graph):
     import tensorflow as tf
 
     import dqn
 
     network = dqn.DQN((4,), 2, small_config(), "mlp")
-    rng = np.random.default_rng(0)
-    batch = {"observations": rng.random((8, 4), np.float32), "next_observations": rng.random((8, 4), np.float32),
-             "actions": rng.integers(0, 2, 8), "returns": rng.random(8, np.float32),
-             "discounts": np.full(8, 0.9, np.float32)}
+    batch = random_batch()
     with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         session.run(network.update_target)
@@ -73,10 +78,7 @@ def test_an_annealed_learning_rate_falls_linearly_to_zero_at_the_last_step(graph
     import dqn
 
     network = dqn.DQN((4,), 2, small_config(anneal_lr="true", learning_rate=0.1, max_global_steps=1000), "mlp")
-    rng = np.random.default_rng(0)
-    batch = {"observations": rng.random((8, 4), np.float32), "next_observations": rng.random((8, 4), np.float32),
-             "actions": rng.integers(0, 2, 8), "returns": rng.random(8, np.float32),
-             "discounts": np.full(8, 0.9, np.float32)}
+    batch = random_batch()
     with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         rate = dqn.annealed_rate(network.config, network.global_step)
