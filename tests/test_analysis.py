@@ -6,6 +6,7 @@ import csv
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -144,6 +145,23 @@ class AlwaysZero:
 
     def bonus(self, *transition):
         return 0.0
+
+
+def test_cartpole_endings_tell_the_cart_off_the_track_from_the_pole_down(cartpole_run, capsys):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import cartpole_endings
+
+    assert cartpole_endings.ending([2.41, 0.1, 0.05, 0.0], 120, 500) == "cart"
+    assert cartpole_endings.ending([-2.41, -0.1, 0.3, 0.0], 120, 500) == "cart"
+    assert cartpole_endings.ending([0.5, 0.0, -0.21, -1.0], 40, 500) == "pole"
+    assert cartpole_endings.ending([0.5, 0.0, 0.01, 0.0], 500, 500) == "limit"
+    assert cartpole_endings.main(["--log-dir", str(cartpole_run), "--episodes", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    episodes = [re.match(r"episode \d: (\d+) steps, (\w+);", line) for line in lines if line.startswith("episode")]
+    assert len(episodes) == 3 and all(episodes)
+    for match in episodes:  # an episode that ended before the limit says how
+        assert match.group(2) == "limit" if int(match.group(1)) == 500 else match.group(2) in ("cart", "pole")
+    assert lines[-1].startswith("endings: ") and sum(int(n) for n in re.findall(r"\d+", lines[-1])) == 3
 
 
 def test_random_starts_make_greedy_episodes_of_a_deterministic_game_differ():
