@@ -13,6 +13,8 @@ import os
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import constants  # noqa: E402
@@ -51,19 +53,14 @@ def main(argv=None):
         sys.exit(f"cartpole_endings.py: {demo.NO_CHECKPOINT.format(train_dir)}")
     env = envs.create_env(run["env_id"], continuous_actions=run.get("algo") == "sac")
     max_steps = env.spec.max_episode_steps
-    counts = {}
+    counts, rng = {}, np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as scratch:
         checkpoint, step = demo.snapshot_checkpoint(demo.import_tf(), train_dir, None, scratch)
         agent = demo.make_agent(argparse.Namespace(epsilon=0.0, seed=0), env, run, config, checkpoint)
         print(f"{run['env_id']}: greedy policy, checkpoint at global step {step}")
         for index in range(args.episodes):
-            observation, _ = env.reset(seed=FIRST_SEED + index)
-            agent.reset()
-            for length in range(1, max_steps + 1):
-                observation, _, terminated, truncated, _ = env.step(agent.act(observation, True))
-                if terminated or truncated:
-                    break
-            state = env.unwrapped.state
+            episode, _, _ = demo.play_episode(env, agent, True, rng, max_steps, False, False, seed=FIRST_SEED + index)
+            length, state = episode["length"], env.unwrapped.state  # the state the episode ended in
             why = ending(state, length, max_steps)
             counts[why] = counts.get(why, 0) + 1
             print(f"episode {index}: {length} steps, {why}; x {state[0]:+.2f}, x' {state[1]:+.2f}, "
