@@ -17,6 +17,24 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The packages whose versions move a run's numbers: a failure in a fresh clone's CI (which installs the newest
+# allowed releases) can then be put beside the versions of the run that passed.
+REPORTED_PACKAGES = ("tensorflow-cpu", "numpy", "gymnasium", "scipy", "opencv-python-headless", "vizdoom", "ale-py",
+                     "nes-py", "libtmux")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """At the end (printed under -q too, unlike pytest's header)."""
+    from importlib import metadata
+
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "absent"
+    terminalreporter.write_line("packages: " + ", ".join(f"{name} {version(name)}" for name in REPORTED_PACKAGES))
+
+
 def free_ports(count):
     """`count` distinct localhost ports that are free right now."""
     sockets = []
