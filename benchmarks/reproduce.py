@@ -662,6 +662,9 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
     other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results."""
     eval_dir = eval_dir or os.path.join(out, "eval")
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
+        if reached_step(log_dir) == 0:  # stopped before its first step (a sitting stopped as it began): no seed
+            print(f"{name}: not started; left out of the report", file=sys.stderr)
+            continue
         archive_run(log_dir, os.path.join(report_dir, "runs", name),
                     evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name)))
     found = archived_runs(report_dir)

@@ -190,6 +190,14 @@ def test_a_run_the_report_holds_further_is_not_replaced_by_a_shorter_copy(tmp_pa
     assert results["tasks"]["doom"]["icm"]["seeds"]["0"]["global_step"] == 3_000_000
 
 
+def test_a_run_stopped_before_its_first_step_is_not_a_seed(tmp_path):
+    write_episodes(tmp_path / "runs" / "doom-icm-s0", ICM_SEED_0)
+    (tmp_path / "runs" / "doom-a3c-s0").mkdir()  # what a sitting stopped as the run began leaves
+    results = reproduce.report(str(tmp_path), str(tmp_path / "report"), [1_000_000], eval_episodes=0)
+    assert "a3c" not in results["tasks"]["doom"]
+    assert not (tmp_path / "report" / "runs" / "doom-a3c-s0").exists()
+
+
 def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     report_dir = tmp_path / "report"
     write_episodes(tmp_path / "a" / "runs" / "doom-icm-s0", ICM_SEED_0)
