@@ -278,12 +278,14 @@ PRESETS = {
     "doom": {"envs_per_worker": "4"},
     # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
     "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1"},
-    # DQN on classic control: a short warm-up and exploration, an update per step, a dueling head, the target
-    # every 200 updates. CartPole-v1, one process, seed 0 (docs/dqn.md): with lr 1e-3 the mean of 100 episodes
-    # reached 475 at 62k steps; lr 5e-4 without dueling (target 500) had 362 at 60k, lr 2.5e-4 (target 1000) 280.
-    "dqn_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "50000",
-                    "batch_size": "64", "learning_starts": "1000", "replay_ratio": "64", "target_update_period": "200",
-                    "dueling": "true", "epsilon_decay_steps": "10000", "max_global_steps": "200000"},
+    # DQN on classic control: a short warm-up and exploration, a dueling head, the target every 200 updates, and a
+    # batch of 256 every 4 steps (replay ratio 64). CartPole-v1 (docs/dqn.md): lr 1e-3 beat 5e-4 and 2.5e-4; a batch
+    # of 64 every step solved 2 of 3 seeds in one process and 1 of 3 with 2 actors in 5 minutes, where a batch of
+    # 256 with a replay of 200,000 (which keeps failures once the agent plays well) solved 3 of 3 in both.
+    "dqn_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1",
+                    "replay_capacity": "200000", "batch_size": "256", "learning_starts": "1000", "replay_ratio": "64",
+                    "target_update_period": "200", "dueling": "true", "epsilon_decay_steps": "10000",
+                    "max_global_steps": "400000"},
     # SAC on classic control: stable-baselines3's tuned Pendulum settings (rl-baselines3-zoo: lr 1e-3, batch 256,
     # an update per step, uniform replay, one-step returns, tau 0.005), random actions for the first 1,000 steps.
     # Discrete actions aim at 0.1 log |A| of entropy: at cleanrl's 0.89 on CartPole the temperature grew without

@@ -117,7 +117,7 @@ def train_py(*args):
 
 CORRIDOR = ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--eval-every", "500",
             "--eval-episodes", "2", "--set", "learning_starts=200", "--set", "epsilon_decay_steps=1000",
-            "--set", "replay_ratio=16", "--set", "target_update_period=100"]
+            "--set", "replay_ratio=16", "--set", "target_update_period=100", "--set", "batch_size=64"]
 
 
 def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp_path):
