@@ -444,6 +444,20 @@ def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
     assert constants.config_from_overrides([], "classic_curiosity").envs_per_worker == 1
 
 
+def test_auto_preset_gives_dqn_with_a_bonus_an_update_every_step():
+    """The batch of 256 every 4 steps that solves CartPole found no reward on the long corridor with a bonus, where
+    64 every step did (docs/dqn.md): DQN with a bonus on vectors gets the latter, on images the image preset."""
+    assert constants.resolve_preset("auto", "vector", algo="dqn") == "dqn_classic"
+    for unsup in ("action", "rnd", "state", "stateAenc"):
+        assert constants.resolve_preset("auto", "vector", unsup=unsup, algo="dqn") == "dqn_classic_curiosity"
+    assert constants.resolve_preset("auto", "vector", unsup="action", algo="sac") == "sac_classic"
+    assert constants.resolve_preset("auto", "image", "atari", "action", "dqn") == "dqn"
+    plain, curious = (constants.config_from_overrides([], name) for name in ("dqn_classic", "dqn_classic_curiosity"))
+    assert (plain.batch_size, plain.replay_capacity, curious.batch_size, curious.replay_capacity) == (
+        256, 200000, 64, 50000)
+    assert plain.replay_ratio == curious.replay_ratio == 64  # the same samples per step, 4 times the updates
+
+
 def test_pretrain_from_nowhere(tmp_path):
     result = run_train("--pretrain", str(tmp_path / "missing"), "--log-dir", str(tmp_path / "run"), "--dry-run")
     assert_one_line_error(result, "no such run directory or checkpoint")
