@@ -13,7 +13,8 @@ paper's Figure 5. Writes into --out:
   bonus_vs_steps.png                       the curiosity bonus per episode
   success_vs_steps.png                     the success rate (Doom: reached the vest; Mario: the flag)
   distance_vs_steps.png                    Mario: the distance reached per episode
-  eval_vs_steps.png                        the evaluation process's mean reward (train.py --eval-every)
+  eval_vs_steps.png                        the evaluations' mean reward (train.py --eval-every; the DQN/SAC one-
+                                           process mode's rewards.txt)
   visits_<label>.png                       Doom: where the agent went (a heatmap over the map), per configuration
   curves.json                              the numbers behind every curve
 Figures with nothing to show (no bonus, no success column, ...) are skipped and say so.
@@ -172,9 +173,15 @@ def panels_figure(rows, path):
 
 
 def eval_series(log_dir):
+    """(steps, minutes, mean reward) of the run's evaluations: the evaluation process's eval.csv, or else the
+    replay learners' one-process rewards.txt, which keeps no times (its minutes are NaN; the figure is by steps)."""
     rows = logdir.eval_rows(log_dir)
     if not rows:
-        return None
+        evaluations = logdir.read_rewards(log_dir)
+        if not evaluations:
+            return None
+        steps, means = np.array(evaluations, float).T
+        return steps, np.full(len(steps), np.nan), means
     steps = np.array([int(row["global_step"]) for row in rows], float)
     times = np.array([float(row["wall_time"]) for row in rows])
     return steps, (times - times.min()) / 60.0, np.array([float(row["mean_reward"]) for row in rows])

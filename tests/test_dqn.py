@@ -164,6 +164,17 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     summary = json.load(open(tmp_path / "demo" / "summary.json"))
     assert summary["global_step"] == saved and summary["mean_reward"] == 1.0 and summary["policy"] == "greedy"
 
+    # plots.py draws its evaluations from rewards.txt, point for point, beside the episodes' curve
+    import plots
+
+    curves = plots.make_plots({"dqn": [str(log_dir)]}, str(tmp_path / "plots"), smooth=5)
+    evaluations = [line.split() for line in (log_dir / "rewards.txt").read_text().splitlines()]
+    steps, means = np.array([[float(step), float(mean)] for _, step, mean in evaluations]).T
+    curve = curves["eval_vs_steps.png"]["dqn"]
+    assert (curve["x"][0], curve["x"][-1]) == (steps[0], steps[-1])
+    assert np.allclose(curve["mean"], np.interp(curve["x"], steps, means))
+    assert {"reward_vs_steps.png", "eval_vs_steps.png"} <= set(os.listdir(tmp_path / "plots"))
+
     other = train_py("--algo", "a3c", "--num-workers", "1", "--env-id", "Corridor-v0", "--log-dir", str(log_dir),
                      "--mode", "child")
     assert other.returncode != 0 and "algo='dqn'" in other.stderr and "Traceback" not in other.stderr, other.stderr
