@@ -387,7 +387,8 @@ def describe(index, episode):
 def make_env(args, run, record):
     env_id = args.env_id or run["env_id"]
     return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
-                           continuous_actions=run.get("algo") == "sac")
+                           continuous_actions=run.get("algo") == "sac",
+                           stack_frames=run.get("algo") in constants.REPLAY_ALGOS)
 
 
 def deferred_interrupt(agent):

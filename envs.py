@@ -618,9 +618,10 @@ def _make_game(env_id, family, env_wrap, render_mode):
 
 
 def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, seed=None, render_mode=None,
-               continuous_actions=False):
+               continuous_actions=False, stack_frames=False):
     """Build `env_id` for the agent: discrete actions (or, with `continuous_actions`, a bounded Box too), float32
-    observations, reward flags applied."""
+    observations, reward flags applied. `stack_frames`: images come as the last 4 frames whatever the game, for a
+    network with no memory (the replay learners': one frame of Pong shows where the ball is, not where it goes)."""
     family = check_env_id(env_id)
     env, repeat = _make_game(env_id, family, env_wrap, render_mode)
     bounded_box = (isinstance(env.action_space, spaces.Box) and len(env.action_space.shape) == 1
@@ -633,7 +634,7 @@ def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, se
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
     else:
-        env = _to_small_image(env, repeat, stack=paper_preprocessing(env_id, env_wrap))
+        env = _to_small_image(env, repeat, stack=stack_frames or paper_preprocessing(env_id, env_wrap))
     env = ExtrinsicReward(env, no_reward=no_reward, no_life_reward=no_life_reward)
     if seed is not None:
         env.reset(seed=seed)

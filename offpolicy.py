@@ -495,7 +495,8 @@ def run_local(args):
 
     def make_env():
         return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                               no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac")
+                               no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac",
+                               stack_frames=True)
 
     logdir.import_tf()  # graph mode, TensorFlow's settings as the workers have them
     probe = make_env()

@@ -180,6 +180,26 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert other.returncode != 0 and "algo='dqn'" in other.stderr and "Traceback" not in other.stderr, other.stderr
 
 
+def test_dqn_on_images_sees_four_frames_and_its_checkpoint_plays_back(tmp_path):
+    """A Q network has no memory, so images reach the replay learners as the last 4 frames (where a ball goes,
+    not only where it is); the checkpoint's first convolution takes 4 channels and demo.py builds the same."""
+    import tensorflow as tf
+
+    log_dir = tmp_path / "run"
+    run = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", "CorridorPixels-v0", "--log-dir", str(log_dir),
+                   "--eval-every", "300", "--eval-episodes", "1", "--set", "learning_starts=64", "--set",
+                   "batch_size=32", "--set", "max_global_steps=300")
+    assert run.returncode == 0, run.stderr[-3000:]
+    shapes = dict(tf.train.list_variables(str(log_dir / "train")))
+    first_convolutions = [shape for name, shape in shapes.items() if name.endswith("l1/W")]
+    assert first_convolutions and all(shape[2] == 4 for shape in first_convolutions), shapes
+    demo = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", str(log_dir), "--greedy",
+                           "--episodes", "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True,
+                          timeout=120)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert json.load(open(tmp_path / "demo" / "summary.json"))["global_step"] == 300
+
+
 def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tmp_path):
     """A learner and 2 actors (worker.py processes on TensorFlow's runtime): the actors' transitions reach the
     learner's replay through the queue, the learner trains at the replay ratio, checkpoints, and a relaunch with a

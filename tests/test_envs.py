@@ -43,9 +43,9 @@ def test_vector_environment():
     assert observation.dtype == np.float32 and observation.shape == (4,) and env.action_space.n == 2
 
 
-@pytest.mark.parametrize("env_wrap,channels", [(False, 1), (True, 4)])
-def test_image_environment_becomes_42x42_in_unit_range(env_wrap, channels):
-    env = envs.create_env("CorridorPixels-v0", env_wrap=env_wrap)
+@pytest.mark.parametrize("env_wrap,stack_frames,channels", [(False, False, 1), (True, False, 4), (False, True, 4)])
+def test_image_environment_becomes_42x42_in_unit_range(env_wrap, stack_frames, channels):
+    env = envs.create_env("CorridorPixels-v0", env_wrap=env_wrap, stack_frames=stack_frames)
     observation, _ = env.reset(seed=0)
     assert observation.shape == (42, 42, channels) and observation.dtype == np.float32
     assert observation.min() == 0.0 and observation.max() == 1.0
