@@ -30,6 +30,7 @@ from gymnasium import spaces
 logger = logging.getLogger(__name__)
 
 IMAGE_SIZE = 42  # the paper's input resolution
+NATURE_IMAGE_SIZE = 84  # the Nature DQN's (Mnih et al. 2015), for its CNN in the replay learners
 STACKED_FRAMES = 4  # --envWrap: frames stacked into channels
 ACTION_REPEAT = 4  # --envWrap: each action is repeated, rewards summed, last two frames max-pooled
 DOOM_ACTION_REPEAT = 4  # the paper's Doom action repeat, in tics
@@ -529,22 +530,22 @@ def _to_float_vector(env):
                                              bounded)
 
 
-def _to_small_image(env, repeat, stack):
-    """Luminance grayscale, 42x42, scaled to [0, 1]; optionally action repeat (rewards summed, the last two raw
-    frames max-pooled) and a stack of the last 4 frames."""
+def _to_small_image(env, repeat, stack, size=IMAGE_SIZE):
+    """Luminance grayscale, size x size (42), scaled to [0, 1]; optionally action repeat (rewards summed, the last
+    two raw frames max-pooled) and a stack of the last 4 frames."""
     if repeat > 1:
         env = gym.wrappers.MaxAndSkipObservation(env, skip=repeat)
     if len(env.observation_space.shape) == 3 and env.observation_space.shape[-1] == 3:
         env = gym.wrappers.GrayscaleObservation(env, keep_dim=False)
-    env = gym.wrappers.ResizeObservation(env, (IMAGE_SIZE, IMAGE_SIZE))  # cv2 INTER_AREA: averages, no aliasing
+    env = gym.wrappers.ResizeObservation(env, (size, size))  # cv2 INTER_AREA: averages, no aliasing
     channels = 1
     if stack:
         env = gym.wrappers.FrameStackObservation(env, STACKED_FRAMES)  # [C, 42, 42]
         channels = STACKED_FRAMES
-    scaled = spaces.Box(0.0, 1.0, (IMAGE_SIZE, IMAGE_SIZE, channels), np.float32)
+    scaled = spaces.Box(0.0, 1.0, (size, size, channels), np.float32)
 
     def to_channels_last(frames):
-        frames = np.asarray(frames, np.float32).reshape(-1, IMAGE_SIZE, IMAGE_SIZE)
+        frames = np.asarray(frames, np.float32).reshape(-1, size, size)
         return np.moveaxis(frames, 0, -1) / 255.0
 
     return gym.wrappers.TransformObservation(env, to_channels_last, scaled)
@@ -589,6 +590,12 @@ def paper_preprocessing(env_id, env_wrap):
     return bool(env_wrap) or env_family(env_id) in ("doom", "mario")
 
 
+def replay_image_size(design_head):
+    """The replay learners' frames: 84x84 for the Nature CNN, as the Nature DQN saw them, else the paper's 42x42 (A3C
+    keeps 42x42 with every head, as the original did)."""
+    return NATURE_IMAGE_SIZE if design_head == "nature" else IMAGE_SIZE
+
+
 def steps_in_threads(env_id):
     """Whether a worker's several environments of `env_id` should step in threads, side by side: the game's
     engine runs without Python's GIL (ViZDoom in its own process, nes-py through ctypes, ale-py's C++). Measured
@@ -618,10 +625,11 @@ def _make_game(env_id, family, env_wrap, render_mode):
 
 
 def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, seed=None, render_mode=None,
-               continuous_actions=False, stack_frames=False):
+               continuous_actions=False, stack_frames=False, image_size=IMAGE_SIZE):
     """Build `env_id` for the agent: discrete actions (or, with `continuous_actions`, a bounded Box too), float32
     observations, reward flags applied. `stack_frames`: images come as the last 4 frames whatever the game, for a
-    network with no memory (the replay learners': one frame of Pong shows where the ball is, not where it goes)."""
+    network with no memory (the replay learners': one frame of Pong shows where the ball is, not where it goes);
+    `image_size`: their side in pixels."""
     family = check_env_id(env_id)
     env, repeat = _make_game(env_id, family, env_wrap, render_mode)
     bounded_box = (isinstance(env.action_space, spaces.Box) and len(env.action_space.shape) == 1
@@ -634,7 +642,8 @@ def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, se
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
     else:
-        env = _to_small_image(env, repeat, stack=stack_frames or paper_preprocessing(env_id, env_wrap))
+        env = _to_small_image(env, repeat, stack=stack_frames or paper_preprocessing(env_id, env_wrap),
+                              size=image_size)
     env = ExtrinsicReward(env, no_reward=no_reward, no_life_reward=no_life_reward)
     if seed is not None:
         env.reset(seed=seed)

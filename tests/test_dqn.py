@@ -180,24 +180,32 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert other.returncode != 0 and "algo='dqn'" in other.stderr and "Traceback" not in other.stderr, other.stderr
 
 
-def test_dqn_on_images_sees_four_frames_and_its_checkpoint_plays_back(tmp_path):
+def test_dqn_with_the_nature_cnn_sees_four_84x84_frames(tmp_path):
     """A Q network has no memory, so images reach the replay learners as the last 4 frames (where a ball goes,
-    not only where it is); the checkpoint's first convolution takes 4 channels and demo.py builds the same."""
+    not only where it is), at 84x84 for the Nature CNN: the checkpoint's layers say so."""
     import tensorflow as tf
 
     log_dir = tmp_path / "run"
     run = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", "CorridorPixels-v0", "--log-dir", str(log_dir),
-                   "--eval-every", "300", "--eval-episodes", "1", "--set", "learning_starts=64", "--set",
-                   "batch_size=32", "--set", "max_global_steps=300")
+                   "--design-head", "nature", "--eval-every", "100", "--eval-episodes", "1", "--set",
+                   "learning_starts=32", "--set", "batch_size=32", "--set", "max_global_steps=100")
     assert run.returncode == 0, run.stderr[-3000:]
-    shapes = dict(tf.train.list_variables(str(log_dir / "train")))
-    first_convolutions = [shape for name, shape in shapes.items() if name.endswith("l1/W")]
-    assert first_convolutions and all(shape[2] == 4 for shape in first_convolutions), shapes
-    demo = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", str(log_dir), "--greedy",
-                           "--episodes", "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True,
-                          timeout=120)
-    assert demo.returncode == 0, demo.stderr[-2000:]
-    assert json.load(open(tmp_path / "demo" / "summary.json"))["global_step"] == 300
+    shapes = {name: shape for name, shape in tf.train.list_variables(str(log_dir / "train"))
+              if name.startswith("online/")}
+    # 84 -> 20 -> 9 -> 7 through the 8/4, 4/2 and 3/1 convolutions: 7 x 7 x 64 = 3,136 inputs to the 512 units
+    assert shapes["online/l1/W"] == [8, 8, 4, 32] and shapes["online/fc/w"] == [3136, 512], shapes
+
+
+@pytest.mark.parametrize("algo,design_head,shape", [("dqn", "nature", (84, 84, 4)), ("sac", None, (42, 42, 4)),
+                                                    ("a3c", "nature", (42, 42, 1))])
+def test_playback_builds_the_frames_its_learner_trained_on(algo, design_head, shape):
+    import argparse
+
+    import demo
+
+    run = {"algo": algo, "design_head": design_head, "env_id": "CorridorPixels-v0"}
+    env = demo.make_env(argparse.Namespace(env_id=None), run, record=False)
+    assert env.observation_space.shape == shape
 
 
 def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tmp_path):

@@ -43,11 +43,12 @@ def test_vector_environment():
     assert observation.dtype == np.float32 and observation.shape == (4,) and env.action_space.n == 2
 
 
-@pytest.mark.parametrize("env_wrap,stack_frames,channels", [(False, False, 1), (True, False, 4), (False, True, 4)])
-def test_image_environment_becomes_42x42_in_unit_range(env_wrap, stack_frames, channels):
-    env = envs.create_env("CorridorPixels-v0", env_wrap=env_wrap, stack_frames=stack_frames)
+@pytest.mark.parametrize("env_wrap,stack_frames,size,channels",
+                         [(False, False, 42, 1), (True, False, 42, 4), (False, True, 42, 4), (False, True, 84, 4)])
+def test_image_environment_becomes_small_and_square_in_unit_range(env_wrap, stack_frames, size, channels):
+    env = envs.create_env("CorridorPixels-v0", env_wrap=env_wrap, stack_frames=stack_frames, image_size=size)
     observation, _ = env.reset(seed=0)
-    assert observation.shape == (42, 42, channels) and observation.dtype == np.float32
+    assert observation.shape == (size, size, channels) and observation.dtype == np.float32
     assert observation.min() == 0.0 and observation.max() == 1.0
     assert envs.observation_kind(env.observation_space) == "image"
 
