@@ -15,6 +15,7 @@ from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import plots  # noqa: E402
+import replay_learning  # noqa: E402
 import reproduce  # noqa: E402
 
 HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated", "bonus",
@@ -567,3 +568,23 @@ def test_time_to_solve_reads_the_first_greedy_evaluation_at_the_solved_mean(tmp_
     assert cartpole_time_to_solve.evaluations(str(tmp_path), 500.0)["first_eval_solved_step"] is None
     assert cartpole_time_to_solve.evaluations(str(tmp_path / "none"), 475.0) == {"first_eval_solved_step": None,
                                                                                  "last_eval": None}
+
+
+def test_replay_comparison_reports_the_return_by_each_quarter_of_the_steps_by_hand(tmp_path, capsys):
+    import logdir
+
+    out = tmp_path / "pong"
+    write_episodes(out / "prioritized-seed0", [index - 21 for index in range(1, 11)], workers=1)  # -20 .. -11
+    for index, step in enumerate((50_000, 100_000), 1):
+        logdir.append_rewards_line(str(out / "prioritized-seed0"), index, step, -15.0 + index)
+    write_episodes(out / "uniform-seed0", [-21] * 5, workers=1)  # still running: at 50,000 steps
+    assert replay_learning.main(["--out", str(out), "--steps", "100000", "--window", "2", "--report-only"]) == 0
+    results = json.load(open(out / "replay_learning.json"))["results"]
+    assert [(result["replay"], result["global_step"]) for result in results] == [("prioritized", 100_000),
+                                                                                  ("uniform", 50_000)]
+    # the last 2 episodes that ended by 25k, 50k, 75k and 100k steps: (-20, -19), (-17, -16), (-15, -14), (-12, -11)
+    assert list(results[0]["mean_return_at"].values()) == [-19.5, -16.5, -14.5, -11.5]
+    assert list(results[1]["mean_return_at"].values()) == [-21.0, -21.0, None, None]
+    assert results[0]["evaluations"] == [[50_000, -14.0], [100_000, -13.0]]
+    assert {"reward_vs_steps.png", "eval_vs_steps.png"} <= set(os.listdir(out / "plots"))
+    assert "-11.50" in capsys.readouterr().out

@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""Prioritized against uniform replay, learning per step: one-process DQN runs of each on one game (Pong by
+default), every seed to the same step, side by side; then each run's training return at every quarter of the
+steps, its greedy evaluations, the figures, and a table.
+
+    python benchmarks/replay_learning.py --env-id PongDeterministic-v4 --steps 1000000 --seeds 0 --out ~/pong
+    python benchmarks/replay_learning.py --steps 1000000 --seeds 0 --out ~/pong --report-only
+
+The runs live in <out>/<replay>-seed<seed>, each with its output in <out>/<replay>-seed<seed>.log, and run with
+the same flags but `prioritized` (the preset's, `--set` after `--` for more). Run the command again to go on: a
+run that stopped resumes its checkpoint (the replay refills; what the learner had learned is kept), and a run that
+is done is not run again. A one-process run uses about one core: `--parallel` runs that many at once (default:
+one per core). Writes <out>/replay_learning.json and, through plots.py, <out>/plots/ (the training return and the
+evaluations against steps, one curve per replay, seeds as mean and band).
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import logdir  # noqa: E402
+import plots  # noqa: E402
+
+REPLAYS = {"prioritized": [], "uniform": ["--set", "prioritized=false"]}
+QUARTERS = (0.25, 0.5, 0.75, 1.0)
+PROGRESS_SECS = 60.0
+
+
+def run_dir(out, replay, seed):
+    return os.path.join(out, f"{replay}-seed{seed}")
+
+
+def launch(args, replay, seed):
+    log_dir = run_dir(args.out, replay, seed)
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--algo", "dqn", "--num-workers", "0", "--mode", "child",
+            "--env-id", args.env_id, "--log-dir", log_dir, "--no-tensorboard", "--eval-every", str(args.eval_every),
+            "--eval-episodes", str(args.eval_episodes), "--set", f"max_global_steps={args.steps}", "--set",
+            f"seed={seed}", *REPLAYS[replay], *args.extra]
+    with open(log_dir + ".log", "a") as output:
+        return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT)
+
+
+def summarise(log_dir, steps, window):
+    """The step the run reached, its episodes, the mean training return of the `window` episodes that ended last by
+    each quarter of `steps` it reached (None before), and its evaluations [(step, mean return)]."""
+    rows = logdir.episode_rows(log_dir, "env_reward")
+    ends = [int(row["global_step"]) for row in rows]
+    returns = [float(row["env_reward"]) for row in rows]
+    evaluations = logdir.read_rewards(log_dir)
+    reached = max(ends[-1:] + [step for step, _ in evaluations[-1:]] + [0])
+    at_quarters = {}
+    for quarter in QUARTERS:
+        upto = sum(end <= quarter * steps for end in ends)
+        at_quarters[f"{quarter * steps:.0f}"] = (round(sum(returns[max(0, upto - window):upto]) /
+                                                       min(upto, window), 2)
+                                                 if upto and reached >= quarter * steps else None)
+    return {"global_step": reached, "episodes": len(rows), "mean_return_at": at_quarters, "evaluations": evaluations}
+
+
+def done(log_dir, steps):
+    evaluations = logdir.read_rewards(log_dir)  # the last evaluation is made at max_global_steps
+    return bool(evaluations) and evaluations[-1][0] >= steps
+
+
+def train_all(args):
+    """Run every (replay, seed) not done yet, --parallel at a time; False if interrupted."""
+    waiting = [(replay, seed) for seed in args.seeds for replay in REPLAYS
+               if not done(run_dir(args.out, replay, seed), args.steps)]
+    running, shown = [], 0.0
+    try:
+        while waiting or running:
+            while waiting and len(running) < args.parallel:
+                replay, seed = waiting.pop(0)
+                running.append((replay, seed, launch(args, replay, seed)))
+            time.sleep(2)
+            if time.time() - shown >= PROGRESS_SECS:
+                shown = time.time()
+                for replay, seed, _ in running:
+                    summary = summarise(run_dir(args.out, replay, seed), args.steps, args.window)
+                    print(f"{time.strftime('%H:%M:%S')} {replay} seed {seed}: step {summary['global_step']:,}/"
+                          f"{args.steps:,}, {summary['episodes']} episodes", flush=True)
+            for item in [item for item in running if item[2].poll() is not None]:
+                running.remove(item)
+                if item[2].returncode != 0:
+                    print(f"{item[0]} seed {item[1]} exited with status {item[2].returncode}: see "
+                          f"{run_dir(args.out, item[0], item[1])}.log", file=sys.stderr)
+    except KeyboardInterrupt:
+        for _, _, process in running:
+            process.send_signal(signal.SIGINT)  # each writes a checkpoint at the step it reached
+        for _, _, process in running:
+            process.wait(timeout=120)
+        print("stopped; run the same command again to go on", file=sys.stderr)
+        return False
+    return True
+
+
+def report(args):
+    results = [{"replay": replay, "seed": seed, **summarise(run_dir(args.out, replay, seed), args.steps, args.window)}
+               for replay in REPLAYS for seed in args.seeds if os.path.isdir(run_dir(args.out, replay, seed))]
+    print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean training return "
+          f"of the last {args.window} episodes by each step, and the greedy evaluations' best and last")
+    print(f"{'replay':>11} {'seed':>4} " + " ".join(f"{quarter * args.steps:>10,.0f}" for quarter in QUARTERS) +
+          f" {'best eval':>10} {'last eval':>10}")
+    for result in results:
+        means = " ".join(f"{value:>10.2f}" if value is not None else f"{'-':>10}"
+                         for value in result["mean_return_at"].values())
+        evaluations = [mean for _, mean in result["evaluations"]]
+        best, last = (f"{max(evaluations):.1f}", f"{evaluations[-1]:.1f}") if evaluations else ("-", "-")
+        print(f"{result['replay']:>11} {result['seed']:>4} {means} {best:>10} {last:>10}")
+    with open(os.path.join(args.out, "replay_learning.json"), "w") as handle:
+        json.dump({"env_id": args.env_id, "steps": args.steps, "window": args.window, "train_flags": args.extra,
+                   "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "results": results}, handle,
+                  indent=2)
+    groups = {replay: [run_dir(args.out, replay, seed) for seed in args.seeds
+                       if os.path.isdir(run_dir(args.out, replay, seed))] for replay in REPLAYS}
+    plots.make_plots({replay: dirs for replay, dirs in groups.items() if dirs}, os.path.join(args.out, "plots"),
+                     args.window)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env-id", default="PongDeterministic-v4")
+    parser.add_argument("--steps", type=int, default=1_000_000, help="environment steps of every run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--parallel", type=int, default=os.cpu_count() or 1, help="runs at once")
+    parser.add_argument("--eval-every", type=int, default=50_000)
+    parser.add_argument("--eval-episodes", type=int, default=3)
+    parser.add_argument("--window", type=int, default=20, help="training episodes in each mean (and the figures')")
+    parser.add_argument("--report-only", action="store_true", help="the table and figures of the runs in --out")
+    parser.add_argument("--out", default=os.path.join("tmp", "bench-replay"))
+    parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.parallel < 1 or args.window < 1:
+        parser.error("--steps, --parallel and --window must be >= 1")
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as error:
+        parser.error(f"--out {args.out}: {error.strerror}; choose another --out")
+    if not args.report_only and not train_all(args):
+        return 130
+    report(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
