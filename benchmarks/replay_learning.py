@@ -46,20 +46,23 @@ def launch(args, replay, seed):
 
 
 def summarise(log_dir, steps, window):
-    """The step the run reached, its episodes, the mean training return of the `window` episodes that ended last by
-    each quarter of `steps` it reached (None before), and its evaluations [(step, mean return)]."""
+    """The step the run reached, its episodes, the mean training return and length of the `window` episodes that
+    ended last by each quarter of `steps` it reached (None before), and its evaluations [(step, mean return)]. In
+    Pong a longer episode is a longer rally: the ball returned before the returns show it."""
     rows = logdir.episode_rows(log_dir, "env_reward")
     ends = [int(row["global_step"]) for row in rows]
-    returns = [float(row["env_reward"]) for row in rows]
     evaluations = logdir.read_rewards(log_dir)
     reached = max(ends[-1:] + [step for step, _ in evaluations[-1:]] + [0])
-    at_quarters = {}
-    for quarter in QUARTERS:
-        upto = sum(end <= quarter * steps for end in ends)
-        at_quarters[f"{quarter * steps:.0f}"] = (round(sum(returns[max(0, upto - window):upto]) /
-                                                       min(upto, window), 2)
-                                                 if upto and reached >= quarter * steps else None)
-    return {"global_step": reached, "episodes": len(rows), "mean_return_at": at_quarters, "evaluations": evaluations}
+    summary = {"global_step": reached, "episodes": len(rows)}
+    for key, column in (("mean_return_at", "env_reward"), ("mean_length_at", "length")):
+        values = [float(row[column]) for row in rows]
+        summary[key] = {}
+        for quarter in QUARTERS:
+            upto = sum(end <= quarter * steps for end in ends)
+            summary[key][f"{quarter * steps:.0f}"] = (round(sum(values[max(0, upto - window):upto]) /
+                                                            min(upto, window), 2)
+                                                      if upto and reached >= quarter * steps else None)
+    return {**summary, "evaluations": evaluations}
 
 
 def done(log_dir, steps):
@@ -103,12 +106,14 @@ def report(args):
     results = [{"replay": replay, "seed": seed, **summarise(run_dir(args.out, replay, seed), args.steps, args.window)}
                for replay in REPLAYS for seed in args.seeds if os.path.isdir(run_dir(args.out, replay, seed))]
     print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean training return "
-          f"of the last {args.window} episodes by each step, and the greedy evaluations' best and last")
-    print(f"{'replay':>11} {'seed':>4} " + " ".join(f"{quarter * args.steps:>10,.0f}" for quarter in QUARTERS) +
+          f"(and episode length) of the last {args.window} episodes by each step, and the greedy evaluations' best "
+          f"and last")
+    print(f"{'replay':>11} {'seed':>4} " + " ".join(f"{quarter * args.steps:>16,.0f}" for quarter in QUARTERS) +
           f" {'best eval':>10} {'last eval':>10}")
     for result in results:
-        means = " ".join(f"{value:>10.2f}" if value is not None else f"{'-':>10}"
-                         for value in result["mean_return_at"].values())
+        means = " ".join(f"{value:>7.2f} ({length:>6.0f})" if value is not None else f"{'-':>16}"
+                         for value, length in zip(result["mean_return_at"].values(),
+                                                  result["mean_length_at"].values()))
         evaluations = [mean for _, mean in result["evaluations"]]
         best, last = (f"{max(evaluations):.1f}", f"{evaluations[-1]:.1f}") if evaluations else ("-", "-")
         print(f"{result['replay']:>11} {result['seed']:>4} {means} {best:>10} {last:>10}")

@@ -585,6 +585,7 @@ def test_replay_comparison_reports_the_return_by_each_quarter_of_the_steps_by_ha
     # the last 2 episodes that ended by 25k, 50k, 75k and 100k steps: (-20, -19), (-17, -16), (-15, -14), (-12, -11)
     assert list(results[0]["mean_return_at"].values()) == [-19.5, -16.5, -14.5, -11.5]
     assert list(results[1]["mean_return_at"].values()) == [-21.0, -21.0, None, None]
+    assert list(results[1]["mean_length_at"].values()) == [100.0, 100.0, None, None]
     assert results[0]["evaluations"] == [[50_000, -14.0], [100_000, -13.0]]
     assert {"reward_vs_steps.png", "eval_vs_steps.png"} <= set(os.listdir(out / "plots"))
     assert "-11.50" in capsys.readouterr().out
