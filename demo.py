@@ -386,11 +386,9 @@ def describe(index, episode):
 
 def make_env(args, run, record):
     env_id = args.env_id or run["env_id"]
-    replay_learner = run.get("algo") in constants.REPLAY_ALGOS
+    frames = envs.learner_frames(run.get("algo") in constants.REPLAY_ALGOS, run.get("design_head"))
     return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
-                           continuous_actions=run.get("algo") == "sac", stack_frames=replay_learner,
-                           image_size=envs.replay_image_size(run.get("design_head")) if replay_learner else
-                           envs.IMAGE_SIZE)
+                           continuous_actions=run.get("algo") == "sac", **frames)
 
 
 def deferred_interrupt(agent):

@@ -590,10 +590,13 @@ def paper_preprocessing(env_id, env_wrap):
     return bool(env_wrap) or env_family(env_id) in ("doom", "mario")
 
 
-def replay_image_size(design_head):
-    """The replay learners' frames: 84x84 for the Nature CNN, as the Nature DQN saw them, else the paper's 42x42 (A3C
-    keeps 42x42 with every head, as the original did)."""
-    return NATURE_IMAGE_SIZE if design_head == "nature" else IMAGE_SIZE
+def learner_frames(replay_learner, design_head):
+    """create_env's image options for a learner: a replay learner (no memory) sees the last 4 frames, at 84x84 for
+    the Nature CNN as the Nature DQN saw them, else the paper's 42x42; A3C one frame at 42x42 with every head, as
+    the original did."""
+    if not replay_learner:
+        return {"stack_frames": False, "image_size": IMAGE_SIZE}
+    return {"stack_frames": True, "image_size": NATURE_IMAGE_SIZE if design_head == "nature" else IMAGE_SIZE}
 
 
 def steps_in_threads(env_id):

@@ -496,7 +496,7 @@ def run_local(args):
     def make_env():
         return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
                                no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac",
-                               stack_frames=True, image_size=envs.replay_image_size(args.design_head))
+                               **envs.learner_frames(True, args.design_head))
 
     logdir.import_tf()  # graph mode, TensorFlow's settings as the workers have them
     probe = make_env()

@@ -357,8 +357,7 @@ def run_apex(args):
 
     def make_env():
         return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                               no_life_reward=args.no_life_reward, stack_frames=True,
-                               image_size=envs.replay_image_size(args.design_head))
+                               no_life_reward=args.no_life_reward, **envs.learner_frames(True, args.design_head))
 
     first = make_env()
     config = effective_config(args, first)

@@ -53,13 +53,13 @@ def summarise(log_dir, steps, window):
     ends = [int(row["global_step"]) for row in rows]
     evaluations = logdir.read_rewards(log_dir)
     reached = max(ends[-1:] + [step for step, _ in evaluations[-1:]] + [0])
-    summary = {"global_step": reached, "episodes": len(rows)}
-    for key, column in (("mean_return_at", "env_reward"), ("mean_length_at", "length")):
-        values = [float(row[column]) for row in rows]
-        summary[key] = {}
-        for quarter in QUARTERS:
-            upto = sum(end <= quarter * steps for end in ends)
-            summary[key][f"{quarter * steps:.0f}"] = (round(sum(values[max(0, upto - window):upto]) /
+    columns = {"mean_return_at": "env_reward", "mean_length_at": "length"}
+    values = {key: [float(row[column]) for row in rows] for key, column in columns.items()}
+    summary = {"global_step": reached, "episodes": len(rows), **{key: {} for key in columns}}
+    for quarter in QUARTERS:
+        upto = sum(end <= quarter * steps for end in ends)  # the episodes that ended by this quarter
+        for key in columns:
+            summary[key][f"{quarter * steps:.0f}"] = (round(sum(values[key][max(0, upto - window):upto]) /
                                                             min(upto, window), 2)
                                                       if upto and reached >= quarter * steps else None)
     return {**summary, "evaluations": evaluations}
@@ -103,8 +103,10 @@ def train_all(args):
 
 
 def report(args):
+    present = [(replay, seed) for replay in REPLAYS for seed in args.seeds
+               if os.path.isdir(run_dir(args.out, replay, seed))]
     results = [{"replay": replay, "seed": seed, **summarise(run_dir(args.out, replay, seed), args.steps, args.window)}
-               for replay in REPLAYS for seed in args.seeds if os.path.isdir(run_dir(args.out, replay, seed))]
+               for replay, seed in present]
     print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean training return "
           f"(and episode length) of the last {args.window} episodes by each step, and the greedy evaluations' best "
           f"and last")
@@ -121,10 +123,10 @@ def report(args):
         json.dump({"env_id": args.env_id, "steps": args.steps, "window": args.window, "train_flags": args.extra,
                    "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "results": results}, handle,
                   indent=2)
-    groups = {replay: [run_dir(args.out, replay, seed) for seed in args.seeds
-                       if os.path.isdir(run_dir(args.out, replay, seed))] for replay in REPLAYS}
-    plots.make_plots({replay: dirs for replay, dirs in groups.items() if dirs}, os.path.join(args.out, "plots"),
-                     args.window)
+    groups = {}
+    for replay, seed in present:
+        groups.setdefault(replay, []).append(run_dir(args.out, replay, seed))
+    plots.make_plots(groups, os.path.join(args.out, "plots"), args.window)
 
 
 def main(argv=None):
