@@ -7,9 +7,11 @@ N actors (cluster.CLUSTERS["dqn"]), each a worker.py process.
               with its copy and sends them in one enqueue_many, which adds its steps to the global step; every
               SYNC_EVERY steps it fetches the online weights
     learner   (the chief) drains the queue into replay.PrioritizedReplay, in its own memory, and trains dqn.DQN at
-              the replay ratio (offpolicy.learn_step); while it trains, the queue fills and the actors wait on it, so
-              the ratio holds whatever the number of actors. It checkpoints every checkpoint_secs and ends the run
-              at max_global_steps
+              the replay ratio (offpolicy.learn_step); it takes no transitions while it owes updates, so the queue
+              fills and the actors wait on it: the ratio holds whatever the number of actors, within one receive
+              (RECEIVE_MAX transitions) while the run goes, and exactly at its end, where the learner takes the
+              last transitions and makes the updates they owe. It checkpoints every checkpoint_secs and ends the
+              run at max_global_steps
 
 The transitions travel through TensorFlow's own runtime: a FIFOQueue on the learner's device with a shared_name,
 so that the queue op in every process's graph is the one queue, as DeepMind's TF1 IMPALA fed its learner. A
@@ -188,24 +190,25 @@ class Learner:
         self.started = time.time()
 
     def run(self, session, stop_flag, heartbeat):
-        """Receive and train until the global step reaches max_global_steps or a stop is asked; then serve the
-        actors until each has learnt that the run is over and finished by itself (finish)."""
+        """Receive and train until the global step reaches max_global_steps or a stop is asked."""
         self.updates_before = int(session.run(self.graph.network.updates))
         self.receive(session)
-        try:
-            while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
-                due = offpolicy.updates_due(self.memory.inserted, self.updates, self.config)
-                if due:
-                    with self.timings.phase("train"):
-                        self.updates += 1
-                        offpolicy.learn_step(self.graph.network, self.sampler, session, self.last_global_step,
-                                             self.writer, self.updates_before + self.updates,
-                                             curious=self.graph.curious)
-                elif not self.receive(session):
-                    time.sleep(RECEIVE_IDLE_SECS)
-                heartbeat.beat(self, 0)
-        finally:
-            self.sampler.close()
+        while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
+            if not self.train_due(session, stop_flag, heartbeat) and not self.receive(session):
+                time.sleep(RECEIVE_IDLE_SECS)
+            heartbeat.beat(self, 0)
+
+    def train_due(self, session, stop_flag, heartbeat):
+        """The updates the replay ratio owes for the transitions received; how many were made."""
+        made = 0
+        while not stop_flag.stop and offpolicy.updates_due(self.memory.inserted, self.updates, self.config):
+            with self.timings.phase("train"):
+                self.updates += 1
+                offpolicy.learn_step(self.graph.network, self.sampler, session, self.last_global_step, self.writer,
+                                     self.updates_before + self.updates, curious=self.graph.curious)
+            made += 1
+            heartbeat.beat(self, 0)
+        return made
 
     def receive(self, session):
         """What the queue holds, into the replay; the number of transitions received."""
@@ -219,22 +222,29 @@ class Learner:
             self.steps_trained += count
         return count
 
-    def finish(self, session, actors):
-        """Keep draining the queue until the `actors` have finished (FINISH_GRACE_SECS at most), so that no
-        actor's last send waits on a full queue, or on a learner that is gone."""
+    def finish(self, session, actors, stop_flag, heartbeat):
+        """Serve the `actors` until each has learnt that the run is over and finished by itself (FINISH_GRACE_SECS
+        at most), so that no actor's last send waits on a full queue, or on a learner that is gone; then make the
+        updates their last transitions owe: the run ends at the replay ratio."""
         deadline = time.time() + FINISH_GRACE_SECS
         while time.time() < deadline and session.run(self.graph.finished_actors) < actors:
             if not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS * 20)
+        while self.receive(session):  # what the last sends left in the queue
+            pass
+        self.train_due(session, stop_flag, heartbeat)
+
+    def close(self):
+        self.sampler.close()
 
     def status(self):
-        """The status view's replay figures: size, inserts/s and samples/s since this incarnation began, the
-        sample:insert ratio, the learner's updates/s."""
+        """The status view's replay figures: size, transitions inserted and sampled, inserts/s and samples/s since
+        this incarnation began, the sample:insert ratio, the learner's updates/s."""
         elapsed = max(time.time() - self.started, 1e-6)
         inserted, sampled = self.memory.inserted, self.memory.sampled
-        return {"replay_size": len(self.memory), "inserts_per_sec": inserted / elapsed,
-                "samples_per_sec": sampled / elapsed, "sample_insert_ratio": sampled / max(inserted, 1),
-                "updates_per_sec": self.updates / elapsed}
+        return {"replay_size": len(self.memory), "inserted": inserted, "sampled": sampled,
+                "inserts_per_sec": inserted / elapsed, "samples_per_sec": sampled / elapsed,
+                "sample_insert_ratio": sampled / max(inserted, 1), "updates_per_sec": self.updates / elapsed}
 
 
 def devices(job, task):

@@ -403,12 +403,15 @@ def run_apex(args):
             if is_learner:
                 memory = apex_replay(config, space, graph.dtype, one_step=graph.curious is not None)
                 trainer = apex.Learner(graph, config, memory, summary_writer)
-                trainer.run(session, stop_flag, heartbeat)
+                try:
+                    trainer.run(session, stop_flag, heartbeat)
+                    if not stop_flag.stop:
+                        trainer.finish(session, len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
+                finally:
+                    trainer.close()
                 heartbeat.beat(trainer, 0, state="stopping", force=True)
                 saved = saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
                 logger.info("saved the final checkpoint %s", saved)  # named by the global step when saved
-                if not stop_flag.stop:
-                    trainer.finish(session, len(spec[roles.ACTOR.job]))
             else:
                 trainer = apex.Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
                 episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)

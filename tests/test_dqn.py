@@ -208,6 +208,14 @@ def test_playback_builds_the_frames_its_learner_trained_on(algo, design_head, sh
     assert env.observation_space.shape == shape
 
 
+def assert_the_replay_ratio_held(learner):
+    """The run's end found the learner owing no update: as many as CORRIDOR's replay ratio gives for the transitions
+    received (a batch of 64 per 4 from the 200th on), and those are every step the actors played but the n-step
+    buffers' unfinished tails (2 steps in each of the 2 actors' environments)."""
+    assert learner["updates"] == (learner["inserted"] - 200) * 16 // 64 + 1, learner
+    assert learner["global_step"] - 2 * 2 <= learner["inserted"] <= learner["global_step"], learner
+
+
 def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tmp_path):
     """A learner and 2 actors (worker.py processes on TensorFlow's runtime): the actors' transitions reach the
     learner's replay through the queue, the learner trains at the replay ratio, checkpoints, and a relaunch with a
@@ -223,8 +231,7 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
     assert first.returncode == 0 and "every learner finished" in first.stdout, first.stdout + first.stderr
     learner = json.load(open(log_dir / "status_learner.json"))
     assert learner["global_step"] >= 3000 and learner["replay_size"] >= 2800, learner
-    warm = 1 - 200 / learner["replay_size"]  # learning_starts=200: no updates before
-    assert 0.7 * 16 * warm <= learner["sample_insert_ratio"] <= 1.05 * 16, learner  # replay_ratio=16
+    assert_the_replay_ratio_held(learner)
     for actor in (0, 1):
         assert len(read_lines(log_dir / f"episodes_{actor}.csv")) > 10
         assert json.load(open(log_dir / f"status_{actor}.json"))["name"] == f"a-{actor}"
@@ -419,9 +426,8 @@ def test_apex_actors_add_the_bonus_with_their_copy_and_the_learner_trains_it(tmp
     names = [name for name, _ in tf.train.list_variables(latest)]
     assert any(name.startswith("curiosity/") for name in names), names  # the learner's bonus, checkpointed
     assert not any(name.startswith("actor") for name in names), "an actor's copies are not checkpointed"
-    # the learner trained the bonus many times over; the actors do not wait for it, and with the bonus on 2 busy
-    # cores it made 100 of the 250 updates the replay ratio owes by 1,200 steps (the ratio: the test above)
-    assert json.load(open(log_dir / "status_learner.json"))["updates"] >= 25
+    # the learner trained the bonus as often as the replay ratio says, though it is slower than the actors here
+    assert_the_replay_ratio_held(json.load(open(log_dir / "status_learner.json")))
     # one actor seeded the statistics (the other found them seeded), both merged their steps; the checkpoint may
     # fall between the two merges of one block of an actor's steps (observations, then returns, in one group op)
     import offpolicy
