@@ -230,6 +230,7 @@ class Learner:
         while time.time() < deadline and session.run(self.graph.finished_actors) < actors:
             if not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS * 20)
+            heartbeat.beat(self, 0, state="finishing")  # the grace is as long as the supervisor's patience
         while self.receive(session):  # what the last sends left in the queue
             pass
         self.train_due(session, stop_flag, heartbeat)
