@@ -32,6 +32,7 @@ import logdir
 import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
+from constants import UsageError
 from sessions import DeferredInterrupt, pretrain_init
 
 tf1 = tf.compat.v1
@@ -504,9 +505,12 @@ def run_local(args):
         config = worker.effective_config(args, probe)
     finally:
         probe.close()
-    run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
-                   args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo,
-                   prefill_random=args.prefill_random)
+    try:
+        run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
+                       args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo,
+                       prefill_random=args.prefill_random)
+    except ValueError as error:  # an impossible head/observation/bonus combination
+        raise UsageError(str(error)) from None
     with tf1.Session() as session:
         pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
         last = run.run(session, worker.check_checkpoint, pretrain)

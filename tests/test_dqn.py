@@ -444,6 +444,17 @@ def read_lines(path):
 APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--design-head", "nature"], "--designHead nature needs image observations; this environment gives vectors"),
+    (["--unsup", "state"], "--unsup state predicts images with the universe head: it needs image observations"),
+])
+def test_an_impossible_network_in_one_process_is_one_line(flags, message, tmp_path):
+    result = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir",
+                      str(tmp_path / "run"), *flags)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("train.py: error: "), result.stderr
+
+
 @pytest.mark.parametrize("algo, flags, spec, message", [
     ("dqn", ["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], None, "name A3C's jobs"),
     ("dqn", [], {"learner": ["127.0.0.1:2222", "127.0.0.1:2224"], "actor": ["127.0.0.1:2223"]},
