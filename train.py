@@ -356,30 +356,12 @@ def check_args(args):
             raise LaunchError(f"--{name.replace('_', '-')} {pattern!r} is not a regular expression ({error})") from None
     if args.tasks and not has_cluster(args):
         raise LaunchError("--tasks picks this machine's share of a cluster: give --cluster too")
-    if args.algo == "sac":
-        if args.num_workers not in (None, 0) or has_cluster(args):
-            raise LaunchError("--algo sac runs in one process for now (--num-workers 0, its default): its actors "
-                              "and learner on a cluster are not built yet")
-        args.num_workers = 0
-        return
-    args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
-    if args.algo == "dqn":
-        if args.ps_hosts or args.worker_hosts:
-            raise LaunchError("--ps-hosts and --worker-hosts name A3C's jobs: give an Ape-X cluster as --cluster FILE, "
-                              "{\"learner\": [\"host:port\"], \"actor\": [\"host:port\", ...]}")
-        if args.num_workers == 0:
-            return
-        if args.prefill_random:
-            raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
-                              "explore from their first step")
-    elif args.num_workers == 0:
-        raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
-                          "or more workers")
-    if not 1 <= args.num_workers <= MAX_WORKERS:
-        raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
-    if not 1 <= args.num_ps <= MAX_TASKS - args.num_workers:
-        raise LaunchError(f"--num-ps must be between 1 and {MAX_TASKS - args.num_workers} with "
-                          f"{args.num_workers} workers, got {args.num_ps}")
+    if not resolve_workers(args):  # a cluster: its size
+        if not 1 <= args.num_workers <= MAX_WORKERS:
+            raise LaunchError(f"--num-workers must be between 1 and {MAX_WORKERS}, got {args.num_workers}")
+        if not 1 <= args.num_ps <= MAX_TASKS - args.num_workers:
+            raise LaunchError(f"--num-ps must be between 1 and {MAX_TASKS - args.num_workers} with "
+                              f"{args.num_workers} workers, got {args.num_ps}")
     if args.eval_every is not None and args.eval_every < 1:
         raise LaunchError(f"--eval-every must be at least 1 global step, got {args.eval_every}")
     if args.eval_episodes < 1:
@@ -394,10 +376,49 @@ def check_args(args):
     if args.visualise and not os.environ.get("DISPLAY"):
         raise LaunchError("--visualise needs a display (DISPLAY is not set); run without it on a headless machine")
     try:
-        envs.check_env_id(args.env_id)
-        constants.config_from_overrides(args.overrides, "paper" if args.preset == "auto" else args.preset)
+        check_overrides(args, envs.check_env_id(args.env_id))
     except (envs.EnvError, constants.ConfigError) as error:
         raise LaunchError(str(error)) from None
+
+
+def check_overrides(args, family):
+    """ConfigError where the --set values fit none of the presets the run may get: `auto` picks one by the
+    observations too, which only the environment tells (the worker checks again against the one picked)."""
+    presets = sorted({constants.resolve_preset(args.preset, kind, family, args.unsup, args.algo)
+                      for kind in ("vector", "image")})
+    errors = []
+    for preset in presets:
+        try:
+            constants.config_from_overrides(args.overrides, preset)
+            return
+        except constants.ConfigError as error:
+            errors.append(error)
+    raise errors[0]
+
+
+def resolve_workers(args):
+    """--num-workers for the algorithm (0, one process, for SAC; 2 by default otherwise), or a one-line refusal of
+    a mode it does not have; whether the run is one process."""
+    if args.algo == "sac":
+        if args.num_workers not in (None, 0) or has_cluster(args):
+            raise LaunchError("--algo sac runs in one process for now (--num-workers 0, its default): its actors "
+                              "and learner on a cluster are not built yet")
+        args.num_workers = 0
+        return True
+    args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
+    if args.algo == "dqn":
+        if args.ps_hosts or args.worker_hosts:
+            raise LaunchError("--ps-hosts and --worker-hosts name A3C's jobs: give an Ape-X cluster as --cluster FILE, "
+                              "{\"learner\": [\"host:port\"], \"actor\": [\"host:port\", ...]}")
+        if args.num_workers == 0:
+            return True
+        if args.prefill_random:
+            raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
+                              "explore from their first step")
+    elif args.num_workers == 0:
+        raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
+                          "or more workers")
+    return False
 
 
 def has_cluster(args):

@@ -223,6 +223,19 @@ def test_bad_cluster_flags_get_one_line(tmp_path, flags, fragment):
     assert_one_line_error(run_train(*flags, "--dry-run", "--log-dir", str(tmp_path / "r")), fragment)
 
 
+@pytest.mark.parametrize("flags, fragment", [
+    (["--eval-every", "-5"], "--eval-every must be at least 1 global step, got -5"),
+    (["--eval-episodes", "0"], "--eval-episodes must be at least 1, got 0"),
+    (["--set", "batch_size=0"], "batch_size=0 must lie in [1, replay_capacity]"),
+])
+@pytest.mark.parametrize("mode", [["--algo", "dqn", "--num-workers", "0"], ["--algo", "sac"], ["--num-workers", "2"]])
+def test_bad_flag_values_get_one_line_in_every_mode(tmp_path, flags, fragment, mode):
+    """The one-process mode (DQN, SAC) checks the flags as a cluster's launch does: an evaluation every -5 steps
+    ran one after each step."""
+    env = ["--env-id", "Pendulum-v1"] if "sac" in mode else ["--env-id", "CartPole-v1"]
+    assert_one_line_error(run_train(*mode, *env, *flags, "--dry-run", "--log-dir", str(tmp_path / "r")), fragment)
+
+
 def test_each_machine_starts_the_tasks_whose_host_it_is_or_those_named():
     cluster = train.read_cluster(ps_hosts="10.9.0.1:2222", worker_hosts="10.9.0.1:2223,10.9.0.2:2222")
     assert train.local_tasks(cluster, is_local=lambda host: host == "10.9.0.2") == [("worker", 1)]
