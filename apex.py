@@ -239,13 +239,7 @@ class Learner:
         self.sampler.close()
 
     def status(self):
-        """The status view's replay figures: size, transitions inserted and sampled, inserts/s and samples/s since
-        this incarnation began, the sample:insert ratio, the learner's updates/s."""
-        elapsed = max(time.time() - self.started, 1e-6)
-        inserted, sampled = self.memory.inserted, self.memory.sampled
-        return {"replay_size": len(self.memory), "inserted": inserted, "sampled": sampled,
-                "inserts_per_sec": inserted / elapsed, "samples_per_sec": sampled / elapsed,
-                "sample_insert_ratio": sampled / max(inserted, 1), "updates_per_sec": self.updates / elapsed}
+        return offpolicy.replay_status(self.memory, self.updates, self.started)
 
 
 def devices(job, task):

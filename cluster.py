@@ -34,13 +34,18 @@ WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, finishes=Tr
 LEARNER = Role("learner", "learner", "learner", heartbeat=True, learner=True, finishes=True, restarts=("actor",),
                stops_first=True, single=True)
 ACTOR = Role("actor", "actor", "a", heartbeat=True, learner=False, finishes=True, restarts=(), stops_first=False)
+# The one-process mode (offpolicy.run_local, --num-workers 0): no cluster; its one task plays and learns, and
+# beats a heartbeat for the status view like a cluster's tasks.
+LOCAL = Role("local", "one-process run", "local", heartbeat=True, learner=True, finishes=True, restarts=(),
+             stops_first=False, single=True)
 # The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles adds its row here.
 CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR)}
 ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
-JOBS = tuple(ROLES)
+JOBS = tuple(ROLES)  # a cluster's
+ROLES[LOCAL.job] = LOCAL
 # The chief initialises or restores the global variables, checkpoints them, and saves at the end.
 CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0)}
-NAMED_ALONE = (PS, LEARNER)  # task 0 of these is named by the prefix alone
+NAMED_ALONE = (PS, LEARNER, LOCAL)  # task 0 of these is named by the prefix alone
 
 
 def is_chief(job, index):
@@ -61,7 +66,7 @@ def jobs_of(cluster):
 
 def task_name(job, index):
     """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"; the learner is
-    "learner", actor i "a-i"."""
+    "learner", actor i "a-i"; a one-process run "local"."""
     role = ROLES[job]
     if role in NAMED_ALONE and index == 0:
         return role.prefix

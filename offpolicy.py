@@ -26,6 +26,7 @@ import types
 import numpy as np
 import tensorflow as tf
 
+import cluster as roles
 import curiosity
 import envs
 import logdir
@@ -33,7 +34,7 @@ import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
 from constants import UsageError
-from sessions import DeferredInterrupt, pretrain_init
+from sessions import DeferredInterrupt, Heartbeat, Timings, pretrain_init
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("offpolicy")
@@ -77,6 +78,17 @@ def from_stored(observations, dtype):
 
 def observation_placeholder(observation_shape, observation_dtype, name):
     return tf1.placeholder(tf.uint8 if observation_dtype == np.uint8 else tf.float32, [None, *observation_shape], name)
+
+
+def replay_status(memory, updates, started, inserted_before=0):
+    """The status view's replay figures (status.REPLAY_FIELDS): size, transitions inserted (since
+    `inserted_before`, where the replay ratio counts from) and sampled, inserts/s and samples/s since `started`
+    (this process's start), the sample:insert ratio, the learner's updates/s."""
+    elapsed = max(time.time() - started, 1e-6)
+    inserted, sampled = memory.inserted - inserted_before, memory.sampled
+    return {"replay_size": len(memory), "inserted": inserted, "sampled": sampled,
+            "inserts_per_sec": inserted / elapsed, "samples_per_sec": sampled / elapsed,
+            "sample_insert_ratio": sampled / max(inserted, 1), "updates_per_sec": updates / elapsed}
 
 
 def updates_due(inserted, done, config):
@@ -319,6 +331,20 @@ def learn_step(agent, memory, session, step, writer, updates, exploration=None, 
         writer.add_summary(summary, step)
 
 
+class LocalProgress:
+    """What the heartbeat (sessions.Heartbeat, status_local.json) shows of a one-process run: its step, updates,
+    the time in each phase and the replay's figures."""
+
+    def __init__(self, memory, step, inserted_before):
+        self.memory, self.last_global_step, self.inserted_before = memory, step, inserted_before
+        self.steps_trained = self.updates = self.skipped_updates = 0
+        self.timings = Timings()
+        self.started = time.time()
+
+    def status(self):
+        return replay_status(self.memory, self.updates, self.started, self.inserted_before)
+
+
 class LocalRun:
     """Actor and learner of `algo` in one process: K environments in lockstep feed the replay; the learner keeps
     the replay ratio; evaluations, checkpoints, episode CSV, TensorBoard and a progress bar."""
@@ -420,6 +446,8 @@ class LocalRun:
         if prefill:
             logger.info("prefill: the first %d episodes play uniformly random actions", prefill)
         sampler = replay.PrefetchingSampler(self.memory)
+        progress = LocalProgress(self.memory, step, inserted_at_start)
+        heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=roles.LOCAL.job)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
         try:
@@ -427,11 +455,13 @@ class LocalRun:
                 if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
                     self.save(session, step, bonus)
                     raise KeyboardInterrupt
-                if episodes.episodes < prefill:
-                    actions, stored_actions = agent.random_actions(len(self.envs), self.rng)
-                else:
-                    actions, stored_actions = agent.explore(session, acting.stored_observations(), step, self.rng)
-                transitions, finished = acting.step(actions, bonus, stored_actions)
+                with progress.timings.phase("act"):
+                    if episodes.episodes < prefill:
+                        actions, stored_actions = agent.random_actions(len(self.envs), self.rng)
+                    else:
+                        actions, stored_actions = agent.explore(session, acting.stored_observations(), step, self.rng)
+                with progress.timings.phase("env"):
+                    transitions, finished = acting.step(actions, bonus, stored_actions)
                 for stats in finished:
                     episodes(stats)
                     recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
@@ -440,8 +470,12 @@ class LocalRun:
                 step += len(self.envs)
                 for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
                     done_updates += 1
-                    learn_step(agent, sampler, session, step, writer, updates_before + done_updates,
-                               agent.exploration(step), self.curious)
+                    with progress.timings.phase("train"):
+                        learn_step(agent, sampler, session, step, writer, updates_before + done_updates,
+                                   agent.exploration(step), self.curious)
+                progress.last_global_step, progress.updates = step, done_updates
+                progress.steps_trained += len(self.envs)
+                heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
                     score = self.evaluate(session, interrupt)
                     if score is None:
@@ -458,6 +492,7 @@ class LocalRun:
                                     eval="-" if last_eval is None else f"{last_eval:.1f}", **explored,
                                     updates_per_s=f"{done_updates / elapsed:.0f}", refresh=False)
         finally:
+            heartbeat.beat(progress, episodes.episodes, state="stopped", force=True)
             sampler.close()
             bar.close()
             episodes.close()

@@ -54,11 +54,14 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
         "global_step": max([worker.get("global_step", 0) for worker in workers]
                            + [int(row["global_step"]) for row in episodes[-1:]], default=0),
         "max_global_steps": max((worker.get("max_global_steps", 0) for worker in workers), default=0),
-        "steps_per_sec": sum(worker.get("steps_per_sec", 0.0) for worker in training if "replay_size" not in worker),
+        # the Ape-X learner's steps are the transitions it received: its actors' steps again
+        "steps_per_sec": sum(worker.get("steps_per_sec", 0.0) for worker in training
+                             if cluster.role_of(worker_name(worker)) is not cluster.LEARNER),
         "episodes": len(episodes), "workers": workers,
         "stale": [worker["task"] for worker in workers if worker["state"] == "STALE"],
     }
-    learner = next((worker for worker in workers if "replay_size" in worker), None)  # Ape-X's (apex.Learner.status)
+    # Ape-X's learner's or a one-process run's (offpolicy.replay_status)
+    learner = next((worker for worker in workers if "replay_size" in worker), None)
     if learner is not None:
         status["replay"] = {key: learner[key] for key in REPLAY_FIELDS}
     if recent:
@@ -76,7 +79,10 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
     outcomes = [supervisor["outcome"][1] for supervisor in supervisors if supervisor.get("outcome")]
     if outcomes:
         status["outcome"] = "; ".join(outcomes)
-    evaluations = logdir.eval_rows(dirs)
+    evaluations = logdir.eval_rows(dirs)  # the evaluation process's, which keeps the best checkpoint
+    status["best_kept"] = bool(evaluations)
+    evaluations = evaluations or [{"global_step": step, "mean_reward": mean} for log_dir in dirs
+                                  for step, mean in logdir.read_rewards(log_dir)]  # a one-process run's
     if evaluations:
         status["last_eval"] = evaluations[-1]
         status["best_eval"] = max(evaluations, key=lambda row: float(row["mean_reward"]))
@@ -122,7 +128,8 @@ def render(status, tensorboard_port=None):
         last, best = status["last_eval"], status["best_eval"]
         lines.append("")
         lines.append(f"evaluation at step {int(last['global_step']):,}: mean reward {float(last['mean_reward']):.4g}"
-                     f"   best {float(best['mean_reward']):.4g} at step {int(best['global_step']):,} (kept in best/)")
+                     f"   best {float(best['mean_reward']):.4g} at step {int(best['global_step']):,}"
+                     + (" (kept in best/)" if status["best_kept"] else ""))
     return "\n".join(lines)
 
 

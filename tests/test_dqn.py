@@ -120,6 +120,13 @@ CORRIDOR = ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "-
             "--set", "replay_ratio=16", "--set", "target_update_period=100", "--set", "batch_size=64"]
 
 
+def heartbeat_state(log_dir):
+    try:
+        return json.load(open(log_dir / "status_local.json"))["state"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp_path):
     log_dir = tmp_path / "run"
     first = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--set", "max_global_steps=2000")
@@ -133,6 +140,13 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert config["run"]["algo"] == "dqn" and config["preset"] == "dqn_classic"
     episodes = len(read_lines(log_dir / "episodes_0.csv"))
     assert episodes > 20 and read_lines(log_dir / "episodes_0.csv")[0].startswith("global_step,")
+    # the status view: the run's heartbeat (its step, its updates at the replay ratio), replay, evaluations
+    beat = json.load(open(log_dir / "status_local.json"))
+    assert (beat["name"], beat["state"], beat["global_step"]) == ("local", "stopped", 2000), beat
+    assert beat["updates"] == (beat["inserted"] - 200) * 16 // 64 + 1 and beat["replay_size"] > 1900, beat
+    text = status.render(status.collect(str(log_dir)))
+    assert re.search(r"\nlocal +stopped +2,000 ", text) and "\nreplay " in text, text
+    assert re.search(r"\nevaluation at step 2,000: mean reward 1   best 1 at step [\d,]+$", text), text
 
     # a larger budget resumes; Ctrl-C writes a checkpoint at the step reached, between two evaluations
     with open(tmp_path / "train.log", "w") as output:
@@ -141,7 +155,8 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
                                    stdout=output, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 120
-        while len(read_lines(log_dir / "episodes_0.csv")) < episodes + 200:  # 1,400 steps or more on
+        # 1,400 steps or more on, and the heartbeat beats while it trains
+        while len(read_lines(log_dir / "episodes_0.csv")) < episodes + 200 or heartbeat_state(log_dir) != "training":
             assert process.poll() is None and time.time() < deadline, (tmp_path / "train.log").read_text()[-3000:]
             time.sleep(0.1)
         process.send_signal(signal.SIGINT)
