@@ -602,8 +602,14 @@ def archive_run(log_dir, archive, greedy_eval):
         "global_step": reached,
         # an earlier evaluation stands only for the step it was made at: not beside a run that has gone on since
         "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
-        "machine": kept.get("machine") or machine(),
+        "machine": last_machine(read_sittings(log_dir)) or kept.get("machine") or machine(),
         "sittings": read_sittings(log_dir) or kept.get("sittings")})
+
+
+def last_machine(sittings):
+    """The machine of a run's latest sitting, or None (a run launched before sittings named their machine): a
+    run made afresh where an earlier one's archive was is not that run's machine."""
+    return next((sitting["machine"] for sitting in reversed(sittings or []) if sitting.get("machine")), None)
 
 
 def write_rows(path, columns, rows):

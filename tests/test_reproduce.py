@@ -426,6 +426,23 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     assert reproduce.sittings_cell({"sittings": sittings[:1] + [{**sittings[1], "restarts": 2}]}) == "2, 2 restarts"
 
 
+def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_machine(tmp_path):
+    """An earlier machine's run reached 300k and its folder is gone; the run made again from 0 here passes it: its
+    archive takes the new run's episodes, sittings and machine (the machine of the latest sitting)."""
+    log_dir = str(tmp_path / "study" / "runs" / "doom-icm-s0")
+    archive = str(tmp_path / "report" / "runs" / "doom-icm-s0")
+    os.makedirs(archive)
+    with open(os.path.join(archive, "run.json"), "w") as handle:
+        json.dump({"global_step": 300_000, "machine": "old-host, 2 cores", "sittings": []}, handle)
+    write_episodes(log_dir, [0] * 5, step_every=100_000)  # 500k
+    with open(reproduce.sittings_path(log_dir), "w") as handle:
+        handle.write(json.dumps({"time": "t0", "event": "start", "from_step": 0, "budget": 5_000_000,
+                                 "machine": "new-host, 16 cores"}) + "\n")
+    reproduce.archive_run(log_dir, archive, None)
+    kept = json.load(open(os.path.join(archive, "run.json")))
+    assert (kept["global_step"], kept["machine"], len(kept["sittings"])) == (500_000, "new-host, 16 cores", 1)
+
+
 def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp_path):
     import train
 
