@@ -523,6 +523,11 @@ class LocalRun:
         self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
 
 
+def session_config(threads):
+    """A one-process run's session: `threads` TensorFlow threads in each pool (0: TensorFlow's default)."""
+    return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+
+
 def run_local(args):
     """`train.py --algo dqn|sac --num-workers 0`: the whole run in this process, in the foreground; exit status."""
     import worker
@@ -546,7 +551,7 @@ def run_local(args):
                        prefill_random=args.prefill_random)
     except ValueError as error:  # an impossible head/observation/bonus combination
         raise UsageError(str(error)) from None
-    with tf1.Session() as session:
+    with tf1.Session(config=session_config(args.threads)) as session:
         pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
         last = run.run(session, worker.check_checkpoint, pretrain)
     print(f"run over: step {config.max_global_steps:,}; last evaluation {last:.1f} "

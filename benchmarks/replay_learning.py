@@ -9,9 +9,11 @@ steps, its greedy evaluations, the figures, and a table.
 The runs live in <out>/<replay>-seed<seed>, each with its output in <out>/<replay>-seed<seed>.log, and run with
 the same flags but `prioritized` (the preset's, `--set` after `--` for more). Run the command again to go on: a
 run that stopped resumes its checkpoint (the replay refills; what the learner had learned is kept), and a run that
-is done is not run again. A one-process run uses about one core: `--parallel` runs that many at once (default:
-one per core). Writes <out>/replay_learning.json and, through plots.py, <out>/plots/ (the training return and the
-evaluations against steps, one curve per replay, seeds as mean and band).
+is done is not run again. `--parallel` runs that many at once (default: one per core), each with its share of the
+cores as its TensorFlow threads (train.py's `--threads`: two Pong runs on 2 cores went 1.17 times as fast each
+with 1 thread than with TensorFlow's default, docs/dqn.md). Writes <out>/replay_learning.json and, through
+plots.py, <out>/plots/ (the training return and the evaluations against steps, one curve per replay, seeds as mean
+and band).
 """
 import argparse
 import json
@@ -40,7 +42,8 @@ def launch(args, replay, seed):
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--algo", "dqn", "--num-workers", "0", "--mode", "child",
             "--env-id", args.env_id, "--log-dir", log_dir, "--no-tensorboard", "--eval-every", str(args.eval_every),
             "--eval-episodes", str(args.eval_episodes), "--set", f"max_global_steps={args.steps}", "--set",
-            f"seed={seed}", *REPLAYS[replay], *args.extra]
+            f"seed={seed}", "--threads", str(max(1, (os.cpu_count() or 1) // args.parallel)), *REPLAYS[replay],
+            *args.extra]
     with open(log_dir + ".log", "a") as output:
         return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT)
 

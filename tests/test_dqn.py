@@ -129,7 +129,7 @@ def heartbeat_state(log_dir):
 
 def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp_path):
     log_dir = tmp_path / "run"
-    first = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--set", "max_global_steps=2000")
+    first = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--threads", "1", "--set", "max_global_steps=2000")
     assert first.returncode == 0, first.stderr[-3000:]
     lines = (log_dir / "rewards.txt").read_text().splitlines()
     assert [line.split()[:2] for line in lines] == [["1", "500"], ["2", "1000"], ["3", "1500"], ["4", "2000"]]
@@ -457,6 +457,15 @@ def read_lines(path):
 
 
 APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
+
+
+def test_a_one_process_run_takes_the_tensorflow_threads_it_is_given():
+    import offpolicy
+
+    one = offpolicy.session_config(1)
+    assert (one.intra_op_parallelism_threads, one.inter_op_parallelism_threads) == (1, 1)
+    default = offpolicy.session_config(0)  # TensorFlow's default: a thread per core
+    assert (default.intra_op_parallelism_threads, default.inter_op_parallelism_threads) == (0, 0)
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -63,7 +63,7 @@ def test_every_run_flag_reaches_the_worker_as_the_launcher_read_it(tmp_path):
     args = train.parse_args(["--algo", "dqn", "--env-id", "CartPole-v1", "--envWrap", "--designHead", "mlp",
                              "--unsup", "action", "--noReward", "--noLifeReward", "--visualise", "--preset", "classic",
                              "--pretrain", "elsewhere", "--restore-include", "^global/", "--restore-exclude", "value",
-                             "--prefill-random", "3", "--set", "gamma=0.9", "--set", "seed=3"])
+                             "--prefill-random", "3", "--threads", "2", "--set", "gamma=0.9", "--set", "seed=3"])
     launched = constants.run_flag_values(args)
     defaults = constants.run_flag_values(train.parse_args([]))
     assert all(launched[name] != defaults[name] for name in constants.RUN_FLAG_NAMES), "the test covers every flag"
@@ -227,6 +227,7 @@ def test_bad_cluster_flags_get_one_line(tmp_path, flags, fragment):
     (["--eval-every", "-5"], "--eval-every must be at least 1 global step, got -5"),
     (["--eval-episodes", "0"], "--eval-episodes must be at least 1, got 0"),
     (["--set", "batch_size=0"], "batch_size=0 must lie in [1, replay_capacity]"),
+    (["--threads", "-1"], "--threads takes a number >= 0 of TensorFlow threads for a one-process run"),
 ])
 @pytest.mark.parametrize("mode", [["--algo", "dqn", "--num-workers", "0"], ["--algo", "sac"], ["--num-workers", "2"]])
 def test_bad_flag_values_get_one_line_in_every_mode(tmp_path, flags, fragment, mode):
