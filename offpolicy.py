@@ -81,8 +81,8 @@ def observation_placeholder(observation_shape, observation_dtype, name):
 
 
 def replay_status(memory, updates, started, inserted_before=0):
-    """The status view's replay figures (status.REPLAY_FIELDS): size, transitions inserted (since
-    `inserted_before`, where the replay ratio counts from) and sampled, inserts/s and samples/s since `started`
+    """The status view's replay figures (status.REPLAY_FIELDS): size, transitions inserted (but the first
+    `inserted_before`: a resumed one-process run's refill) and sampled, inserts/s and samples/s since `started`
     (this process's start), the sample:insert ratio, the learner's updates/s."""
     elapsed = max(time.time() - started, 1e-6)
     inserted, sampled = memory.inserted - inserted_before, memory.sampled
@@ -446,7 +446,9 @@ class LocalRun:
         if prefill:
             logger.info("prefill: the first %d episodes play uniformly random actions", prefill)
         sampler = replay.PrefetchingSampler(self.memory)
-        progress = LocalProgress(self.memory, step, inserted_at_start)
+        # the replay's figures count what this process plays, not a resumed run's refill (the ratio counts on from
+        # learning_starts of the refill: an update is due at once, then replay_ratio / batch_size per step played)
+        progress = LocalProgress(self.memory, step, self.memory.inserted)
         heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=roles.LOCAL.job)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)

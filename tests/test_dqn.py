@@ -166,6 +166,9 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     text = (tmp_path / "train.log").read_text()
     assert process.returncode == 130 and "Traceback" not in text and "checkpoint at the step reached" in text, text
     assert "resumed from" in text
+    # resumed, it trains on its refill at once, and its replay's figures count what it played: the ratio exactly
+    beat = json.load(open(log_dir / "status_local.json"))
+    assert beat["state"] == "stopped" and beat["updates"] == beat["inserted"] * 16 // 64 + 1, beat
     lines = (log_dir / "rewards.txt").read_text().splitlines()
     assert [line.split()[:2] for line in lines[4:5]] == [["5", "3000"]], lines  # counted on from the first run's
     saved = int(open(log_dir / "train" / "checkpoint").readline().split("-")[-1].strip('"\n'))
