@@ -33,7 +33,7 @@ import logdir
 import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
-from constants import UsageError
+from constants import EVAL_RANDOM_START, UsageError
 from sessions import DeferredInterrupt, Heartbeat, Timings, pretrain_init
 
 tf1 = tf.compat.v1
@@ -391,21 +391,29 @@ class LocalRun:
             pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
         self.agent.initialise(session)  # the targets copy the online networks, restored or fresh
 
-    def evaluate(self, session, interrupt):
+    def evaluate(self, session, interrupt, step):
         """Mean return of eval_episodes episodes played as the agent evaluates (DQN: at eval_epsilon; SAC: the
         policy's mean), on an environment of its own, each written into test_episodes/; None when Ctrl-C cut it
-        short."""
+        short. On images each episode begins with 0 to EVAL_RANDOM_START random actions, as the cluster's
+        evaluations do: Atari's v4 games, Mario and Doom's sparse tasks start where they started, and a greedy agent
+        would play one episode eval_episodes times (classic control's starts are random already)."""
         env = self.make_env()
         returns = []
+        rng = np.random.default_rng([self.config.seed, step])  # its own: the training's draws stay as they were
+        random_start = EVAL_RANDOM_START if self.dtype == np.uint8 else 0
         try:
             for episode in range(self.eval_episodes):
                 observation, _ = env.reset(seed=self.config.seed + 10_000 + episode)
                 stored = to_stored([observation], self.dtype)
                 record, total, done = new_record(stored[0]), 0.0, False
+                random_steps = int(rng.integers(random_start + 1))
                 while not done:
                     if interrupt.requested:
                         return None
-                    actions, stored_actions = self.agent.evaluation_actions(session, stored, self.rng)
+                    if len(record["action"]) < random_steps:
+                        actions, stored_actions = self.agent.random_actions(1, rng)
+                    else:
+                        actions, stored_actions = self.agent.evaluation_actions(session, stored, rng)
                     observation, reward, terminated, truncated, info = env.step(env_action(actions[0]))
                     stored = to_stored([observation], self.dtype)
                     record_step(record, stored[0], stored_actions[0], reward, terminated)
@@ -479,7 +487,7 @@ class LocalRun:
                 progress.steps_trained += len(self.envs)
                 heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
-                    score = self.evaluate(session, interrupt)
+                    score = self.evaluate(session, interrupt, step)
                     if score is None:
                         continue  # interrupted: the loop's first line saves and stops
                     evaluations, last_eval = evaluations + 1, score

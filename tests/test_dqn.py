@@ -462,6 +462,23 @@ def read_lines(path):
 APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
 
 
+@pytest.mark.parametrize("env_id, random_start", [("CorridorPixels-v0", True), ("Corridor-v0", False)])
+def test_one_process_evaluations_on_images_begin_with_random_actions(tmp_path, env_id, random_start):
+    """The corridor starts where it started, and greedy walks it the same way each time: on images (as Atari's,
+    Mario's and Doom's fixed starts) each evaluation episode begins with 0 to 30 random actions, so that its
+    episodes are not one episode counted several times; on vectors (classic control starts at random) none."""
+    import logdir
+
+    log_dir = tmp_path / "run"
+    run = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", env_id, "--log-dir", str(log_dir),
+                   "--eval-every", "100", "--eval-episodes", "4", "--set", "learning_starts=32", "--set",
+                   "batch_size=32", "--set", "max_global_steps=100", "--set", "eval_epsilon=0")
+    assert run.returncode == 0, run.stderr[-3000:]
+    episodes = logdir.read_episodes(str(log_dir / "test_episodes"))
+    actions = {tuple(episode["action"]) for episode in episodes}
+    assert len(episodes) == 4 and (len(actions) > 1) == random_start, actions
+
+
 def test_a_one_process_run_takes_the_tensorflow_threads_it_is_given():
     import offpolicy
 
