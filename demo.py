@@ -67,9 +67,10 @@ def parse_args(argv=None):
     add("--record-signal", action="store_true", help="save the 42x42 inputs the network saw, as video and npz")
     add("--video-format", choices=("mp4", "gif"), default="mp4")
     add("--fps", type=float, default=None, help="video frame rate (default: the game's real time)")
-    add("--random-start", type=int, default=0, metavar="N", help="begin each episode with 0 to N uniformly random "
-        "actions (the policy still sees their frames), so that a greedy policy in a deterministic game does not "
-        f"replay one episode; evaluations use {constants.EVAL_RANDOM_START}")
+    add("--random-start", type=random_start_value, default=0, metavar="N", help="begin each episode with 0 to N "
+        "uniformly random actions (the policy still sees their frames), so that a greedy policy in a deterministic "
+        f"game does not replay one episode; 'auto' (evaluations): {constants.EVAL_RANDOM_START} on images, 0 on "
+        "vectors, whose starts are random already")
     add("--epsilon", type=float, default=None, help="a DQN run's exploration when not --greedy (default: its "
         "eval_epsilon); --greedy takes argmax Q")
     add("--max-steps", type=int, default=10000, help="end an episode after this many steps")
@@ -83,7 +84,7 @@ def parse_args(argv=None):
     for name in ("episodes", "max_steps", "every"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.random_start < 0:
+    if args.random_start != "auto" and args.random_start < 0:
         parser.error(f"--random-start must be at least 0, got {args.random_start}")
     if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
         parser.error(f"--epsilon must lie in [0, 1], got {args.epsilon}")
@@ -384,11 +385,25 @@ def describe(index, episode):
     return ", ".join(parts)
 
 
+def random_start_value(text):
+    """--random-start: a number of actions, or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of actions or 'auto': {text!r}") from None
+
+
 def make_env(args, run, record):
+    """The run's environment as its learner saw it; `--random-start auto` becomes this environment's number."""
     env_id = args.env_id or run["env_id"]
     frames = envs.learner_frames(run.get("algo") in constants.REPLAY_ALGOS, run.get("design_head"))
-    return envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
-                           continuous_actions=run.get("algo") == "sac", **frames)
+    env = envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
+                          continuous_actions=run.get("algo") == "sac", **frames)
+    if args.random_start == "auto":
+        args.random_start = envs.evaluation_random_start(env.observation_space)
+    return env
 
 
 def deferred_interrupt(agent):

@@ -27,6 +27,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from constants import EVAL_RANDOM_START
+
 logger = logging.getLogger(__name__)
 
 IMAGE_SIZE = 42  # the paper's input resolution
@@ -521,6 +523,14 @@ def observation_kind(space):
     if isinstance(space, spaces.Box) and len(space.shape) in (2, 3):
         return "image"
     raise EnvError(f"observation space {space} is neither a vector nor an image; supported: {SUPPORTED}")
+
+
+def evaluation_random_start(space):
+    """The random actions an evaluation episode begins with (up to): constants.EVAL_RANDOM_START on images, where the
+    games start where they started (Atari's v4 ids, Mario, Doom's sparse tasks) and greedy play would replay one
+    episode; none on vectors, whose resets are random already and whose episodes 30 random actions can end
+    (CartPole's random episodes last about 22 steps)."""
+    return EVAL_RANDOM_START if observation_kind(space) == "image" else 0
 
 
 def _to_float_vector(env):

@@ -33,7 +33,7 @@ import logdir
 import model
 import replay
 from acting import EpisodeLogger, EpisodeTally
-from constants import EVAL_RANDOM_START, UsageError
+from constants import UsageError
 from sessions import DeferredInterrupt, Heartbeat, Timings, pretrain_init
 
 tf1 = tf.compat.v1
@@ -394,13 +394,12 @@ class LocalRun:
     def evaluate(self, session, interrupt, step):
         """Mean return of eval_episodes episodes played as the agent evaluates (DQN: at eval_epsilon; SAC: the
         policy's mean), on an environment of its own, each written into test_episodes/; None when Ctrl-C cut it
-        short. On images each episode begins with 0 to EVAL_RANDOM_START random actions, as the cluster's
-        evaluations do: Atari's v4 games, Mario and Doom's sparse tasks start where they started, and a greedy agent
-        would play one episode eval_episodes times (classic control's starts are random already)."""
+        short. Each episode begins with up to envs.evaluation_random_start random actions (on images), as the
+        cluster's evaluations do."""
         env = self.make_env()
         returns = []
         rng = np.random.default_rng([self.config.seed, step])  # its own: the training's draws stay as they were
-        random_start = EVAL_RANDOM_START if self.dtype == np.uint8 else 0
+        random_start = envs.evaluation_random_start(env.observation_space)
         try:
             for episode in range(self.eval_episodes):
                 observation, _ = env.reset(seed=self.config.seed + 10_000 + episode)

@@ -163,7 +163,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     if eval_every and any(is_chief(*task) for task in tasks):  # it reads the checkpoints, which the chief writes
         processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
                                           str(eval_every), "--episodes", str(eval_episodes), "--greedy",
-                                          "--random-start", str(constants.EVAL_RANDOM_START)]))
+                                          "--random-start", "auto"]))
     if tensorboard:
         processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
                                         "--host", "127.0.0.1", "--port", str(tb_port)]))

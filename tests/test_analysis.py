@@ -182,6 +182,23 @@ def test_random_starts_make_greedy_episodes_of_a_deterministic_game_differ():
     assert playback.summarise(varied)["distinct_episodes"] > 5
 
 
+@pytest.mark.parametrize("env_id, expected", [("CorridorPixels-v0", 30), ("CartPole-v1", 0)])
+def test_evaluations_random_start_is_30_on_images_and_none_on_vectors(env_id, expected):
+    """`--random-start auto`, what the cluster's evaluator gets: a fixed-start game on images begins with up to 30
+    random actions; classic control, whose resets are random, with none (30 random actions end many a CartPole
+    episode before the policy acts)."""
+    import train
+
+    args = playback.parse_args(["--log-dir", "x", "--random-start", "auto"])
+    playback.make_env(args, {"env_id": env_id, "algo": "a3c"}, record=False)
+    assert args.random_start == expected
+    plan = train.create_commands("s", 1, env_id, "/tmp/x", mode="child", eval_every=1000)
+    evaluator = next(process.argv for process in plan.processes if process.name == "eval")
+    assert evaluator[evaluator.index("--random-start") + 1] == "auto"
+    with pytest.raises(SystemExit):  # argparse's one line
+        playback.parse_args(["--log-dir", "x", "--random-start", "some"])
+
+
 def test_playback_without_a_checkpoint_is_a_one_line_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"run": {"env_id": "CartPole-v1", "unsup": "none"},
                                                       "hyperparameters": {}}))

@@ -222,7 +222,7 @@ def test_playback_builds_the_frames_its_learner_trained_on(algo, design_head, sh
     import demo
 
     run = {"algo": algo, "design_head": design_head, "env_id": "CorridorPixels-v0"}
-    env = demo.make_env(argparse.Namespace(env_id=None), run, record=False)
+    env = demo.make_env(argparse.Namespace(env_id=None, random_start=0), run, record=False)
     assert env.observation_space.shape == shape
 
 
