@@ -81,6 +81,41 @@ def read_json(path):
         return None
 
 
+RUN_LOCK = ".run.lock"  # held by a one-process run while it uses its log directory
+
+
+def lock_run(log_dir):
+    """The open lock file of `log_dir` if this process could take it (an exclusive flock: the kernel drops it when
+    the process ends, however it ends; keep the file open while the run goes), else None: another process of ours
+    holds it. The file says the pid of its holder."""
+    import fcntl
+
+    handle = open(os.path.join(log_dir, RUN_LOCK), "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def run_lock_holder(log_dir):
+    """The pid of the process that holds `log_dir`'s run lock, or None where none does."""
+    path = os.path.join(log_dir, RUN_LOCK)
+    if not os.path.exists(path):
+        return None
+    handle = lock_run(log_dir)
+    if handle is not None:
+        handle.close()  # free: nobody holds it
+        return None
+    with open(path) as holder:
+        text = holder.read().strip()
+    return int(text) if text.isdigit() else -1
+
+
 def write_json_atomically(path, record):
     """Readers (status.py, a relaunch) see the old file or the new one, never half of one."""
     temporary = f"{path}.{os.getpid()}.tmp"

@@ -550,6 +550,10 @@ def check_not_running(log_dir):
     if running:
         raise LaunchError(f"a run is already using {log_dir} (pids {', '.join(map(str, sorted(running)))}): "
                           f"stop it with {os.path.join(log_dir, 'kill.sh')} first")
+    holder = logdir.run_lock_holder(log_dir) if os.path.isdir(log_dir) else None
+    if holder is not None:
+        raise LaunchError(f"a one-process run is already using {log_dir} (pid {holder}): stop it first (Ctrl-C where "
+                          f"it runs, or kill -INT {holder}: it saves a checkpoint)")
 
 
 # ---------------------------------------------------------------- running
@@ -638,6 +642,10 @@ def run_in_this_process(args):
         return 0
     try:
         os.makedirs(log_dir, exist_ok=True)
+        lock = logdir.lock_run(log_dir)  # held until this process ends: a second run here is refused
+        if lock is None:
+            check_not_running(log_dir)  # says who holds it
+            raise LaunchError(f"{log_dir} was in use a moment ago; run the command again")
         constants.check_same_run(log_dir, dict(constants.recorded_run_flags(args), num_workers=0))
         import offpolicy  # TensorFlow: only now, once the flags are known to be good
 
@@ -648,7 +656,7 @@ def run_in_this_process(args):
         return 2
     except KeyboardInterrupt:
         print("train.py: stopped, with a checkpoint at the step reached: run the same command to go on (the replay "
-              "memory refills first)", file=sys.stderr)
+              "refills from the stored episodes)", file=sys.stderr)
         return 130
 
 

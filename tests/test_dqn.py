@@ -159,6 +159,10 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
         while len(read_lines(log_dir / "episodes_0.csv")) < episodes + 200 or heartbeat_state(log_dir) != "training":
             assert process.poll() is None and time.time() < deadline, (tmp_path / "train.log").read_text()[-3000:]
             time.sleep(0.1)
+        # a second run on the same log directory is refused while this one holds it
+        second = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--set", "max_global_steps=200000")
+        assert second.returncode == 2 and f"a one-process run is already using {log_dir} (pid {process.pid})" in \
+            second.stderr and "Traceback" not in second.stderr, second.stderr
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
     finally:
