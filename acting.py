@@ -325,6 +325,21 @@ class EpisodeLogger:
         self.visits_file = None  # opened at the first episode with positions
         self.episodes = 0
 
+    def resume_from(self, step):
+        """Called once the run's global step is known, before the first episode: what this task logged past `step`
+        (the checkpoint a resumed run went back to) is set aside (logdir.set_aside_rows_after), and TensorBoard is
+        told to purge this writer's events past it, so that the steps played again are counted once."""
+        log_dir = os.path.dirname(self.path)
+        moved = logdir.set_aside_rows_after(self.path, step, log_dir)
+        logdir.set_aside_rows_after(self.visits_path, step, log_dir)
+        if moved:
+            logger.warning("%d episodes of %s were played past global step %d, the checkpoint the run resumes "
+                           "from: moved to %s", moved, os.path.basename(self.path), step,
+                           os.path.join(log_dir, logdir.REWOUND))
+        if self.summary_writer is not None:
+            self.summary_writer.add_session_log(tf1.SessionLog(status=tf1.SessionLog.START), step)
+        return moved
+
     def __call__(self, stats):
         global_step = self.global_step_fn()
         self.episodes += 1

@@ -13,6 +13,7 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
     <log-dir>/train_episodes/, test_episodes/        the replay learners' episodes, one .npz each (EPISODE_KEYS)
     <log-dir>/rewards.txt                            the one-process replay learners' evaluations, a line each
+    <log-dir>/rewound/                               rows logged past the checkpoint a run resumed from
 """
 import csv
 import glob
@@ -33,6 +34,7 @@ BEST = "best"
 SUPERVISED = "supervised.json"
 SUPERVISOR = "supervisor.json"
 STOP_MARKER = "stopping"
+REWOUND = "rewound"
 VISITS_HEADER = "global_step,worker,episode,x,y\n"  # visits_<i>.csv (workers) and visits.csv (demo.py)
 PARTIAL_ROW_SCAN_BYTES = 4096  # cut_partial_line reads the CSV's tail back in steps of this many bytes
 
@@ -214,6 +216,64 @@ def cut_partial_line(path):
                    path, end - keep)
 
 
+def rewound_rows_start(path, step):
+    """The byte offset where a CSV's last rows, all with a first column (the global step) above `step`, begin: what
+    a run that resumes from `step` logged past its checkpoint. The file's size if its last row is not above `step`.
+    Read from the end in growing blocks: the cost is the tail's, not the file's."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        block = PARTIAL_ROW_SCAN_BYTES
+        while True:
+            start = max(0, end - block)
+            handle.seek(start)
+            data = handle.read(end - start)
+            first = 0 if start == 0 else data.find(b"\n") + 1  # a block's first line may begin before it
+            if start > 0 and first == 0:
+                block *= 2
+                continue
+            rows, offset = [], start + first
+            for line in data[first:].split(b"\n")[:-1]:  # cut_partial_line made the file end in a newline
+                rows.append((offset, line))
+                offset += len(line) + 1
+            for offset, line in reversed(rows):
+                if not _step_above(line, step):
+                    return offset + len(line) + 1
+            if start == 0:
+                return 0
+            block *= 2
+
+
+def _step_above(line, step):
+    field = line.split(b",", 1)[0]
+    return field.isdigit() and int(field) > step  # the header's is not a number
+
+
+def set_aside_rows_after(path, step, log_dir):
+    """A run resumed from `step` (its checkpoint) plays again the steps after it: the rows `path` ended with past
+    `step`, from the play its checkpoint did not keep, are moved to <log-dir>/rewound/ (appended there under the
+    same name), as TensorBoard purges the events past a restart's step. Returns how many rows were moved."""
+    if not os.path.exists(path):
+        return 0
+    cut_partial_line(path)
+    cut, size = rewound_rows_start(path, step), os.path.getsize(path)
+    if cut == size:
+        return 0
+    with open(path, "rb") as handle:
+        header = handle.readline()
+        handle.seek(cut)
+        moved = handle.read(size - cut)
+    aside = os.path.join(log_dir, REWOUND, os.path.basename(path))
+    os.makedirs(os.path.dirname(aside), exist_ok=True)
+    is_new = not os.path.exists(aside)
+    with open(aside, "ab") as handle:  # kept before the source is cut: a kill between the two loses nothing
+        handle.write((header if is_new else b"") + moved)
+        handle.flush()
+        os.fsync(handle.fileno())
+    with open(path, "rb+") as handle:
+        handle.truncate(cut)
+    return moved.count(b"\n")
+
+
 def keep_earlier_format(path, columns):
     """A CSV written by an older version with other columns is moved aside (episodes_<i>.before-<n>.csv, still
     read by plots.py and status.py), so that appending cannot misalign its rows."""
@@ -306,9 +366,25 @@ def rows_of(log_dirs, pattern):
             for row in read_rows(path)]
 
 
+def played_once(rows):
+    """Episode rows without those of play a resume went over again: per worker, in time order, a row whose step is
+    below the one before it marks a run that went back to its checkpoint, and the rows before it past its step are
+    dropped, as EpisodeLogger.resume_from sets them aside when it resumes (runs of older versions did not)."""
+    kept = {}
+    for row in sorted(rows, key=lambda row: float(row.get("wall_time") or 0)):  # stable: the file's order on ties
+        worker = kept.setdefault(row.get("worker"), [])
+        while worker and int(worker[-1]["global_step"]) > int(row["global_step"]):
+            worker.pop()
+        worker.append(row)
+    return [row for worker in kept.values() for row in worker]
+
+
 def episode_rows(log_dirs, column="global_step"):
-    """The run's episode rows that have a value in `column`, ordered by global step (then by time)."""
-    rows = [row for row in rows_of(log_dirs, "episodes_*.csv") if row.get(column, "") != ""]
+    """The run's episode rows that have a value in `column`, each step's once (played_once), ordered by global step
+    (then by time)."""
+    paths = [path for log_dir in as_dirs(log_dirs)
+             for path in sorted(glob.glob(os.path.join(log_dir, "episodes_*.csv")))]
+    rows = [row for path in paths for row in played_once(read_rows(path)) if row.get(column, "") != ""]
     rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
     return rows
 

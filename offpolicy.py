@@ -438,6 +438,7 @@ class LocalRun:
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
         step = int(session.run(agent.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
+        episodes.resume_from(step)
         if self.curious is not None:
             self.curious.warm_up(session, self.envs)  # before Acting resets the environments
         loaded = self.refill(step)

@@ -415,6 +415,7 @@ def run_apex(args):
             else:
                 trainer = apex.Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
                 episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+                episode_logger.resume_from(int(session.run(graph.network.global_step)))
                 try:
                     trainer.run(session, stop_flag, heartbeat, episode_logger)
                     trainer.send(session)
@@ -446,6 +447,7 @@ def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, 
     """The session loop: train until the max global step or a stop request; the chief saves at the end."""
     config = trainer.config
     with supervisor.managed_session(target, config=session_config) as session:
+        episode_logger.resume_from(int(session.run(trainer.global_step)))
         trainer.start(session, summary_writer, episode_logger)
         stop_flag.training = True
         logger.info("training from global step %d to %d", trainer.last_global_step, config.max_global_steps)

@@ -131,6 +131,9 @@ def test_an_isolated_run_opens_no_port_here_and_its_killed_processes_come_back(t
             wait_for(lambda: training(0, not_pid=workers[0]) and training(1, not_pid=workers[1]), 240,
                      "both workers training again after the parameter server's death")
             wait_for(lambda: beat(0).get("global_step", 0) > saved, 60, "the global step going on from the checkpoint")
+            for task in (0, 1):  # what they played past the checkpoint the chief went back to is set aside
+                steps = [int(row["global_step"]) for row in logdir.read_rows(logdir.episodes_csv(str(log_dir), task))]
+                assert steps == sorted(steps), f"w-{task} logged steps played twice"
             record = logdir.read_json(str(log_dir / logdir.SUPERVISOR))
             assert record["processes"]["ps"]["restarts"] == 1 and record["processes"]["w-1"]["restarts"] >= 2
             assert record["processes"]["w-0"]["restarts"] >= 2

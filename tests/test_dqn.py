@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import constants
+import logdir
 import status
 from conftest import ROOT
 
@@ -148,6 +149,10 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert re.search(r"\nlocal +stopped +2,000 ", text) and "\nreplay " in text, text
     assert re.search(r"\nevaluation at step 2,000: mean reward 1   best 1 at step [\d,]+$", text), text
 
+    # as if the run had gone on past its checkpoint at 2,000 before it was killed: the resume sets those episodes aside
+    with open(log_dir / "episodes_0.csv", "a") as handle:
+        handle.write("2100,1795000000.000,0,0,7,0.1,0,0,0,,,,\n2150,1795000001.000,0,1,7,0.1,1,0,0,,,,\n")
+
     # a larger budget resumes; Ctrl-C writes a checkpoint at the step reached, between two evaluations
     with open(tmp_path / "train.log", "w") as output:
         process = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *CORRIDOR, "--log-dir",
@@ -170,6 +175,11 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     text = (tmp_path / "train.log").read_text()
     assert process.returncode == 130 and "Traceback" not in text and "checkpoint at the step reached" in text, text
     assert "resumed from" in text
+    assert "2 episodes of episodes_0.csv were played past global step 2000, the checkpoint the run resumes" in text
+    assert [row["global_step"] for row in logdir.read_rows(str(log_dir / "rewound" / "episodes_0.csv"))] == [
+        "2100", "2150"]
+    steps = [int(row["global_step"]) for row in logdir.read_rows(str(log_dir / "episodes_0.csv"))]
+    assert steps == sorted(steps) and steps[-1] > 3000, "each step counted once"
     # resumed, it trains on its refill at once, and its replay's figures count what it played: the ratio exactly
     beat = json.load(open(log_dir / "status_local.json"))
     assert beat["state"] == "stopped" and beat["updates"] == beat["inserted"] * 16 // 64 + 1, beat
@@ -266,9 +276,14 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
     updates = tf.train.load_variable(latest, "updates")
     assert int(latest.rsplit("-", 1)[1]) >= 3000 and updates == learner["updates"] > 100
 
+    with open(log_dir / "episodes_1.csv", "a") as handle:  # as if a-1 had played past the learner's checkpoint
+        handle.write(f"{10**9},1795000000.000,1,0,7,0.1,0,0,0,,,,\n")
     more = train_py(*apex, "--set", "max_global_steps=4000")
     assert more.returncode == 0, more.stdout + more.stderr
     assert "resuming from" in (log_dir / "learner.out").read_text()
+    moved = logdir.read_rows(str(log_dir / "rewound" / "episodes_1.csv"))
+    assert [row["global_step"] for row in moved] == [str(10**9)]
+    assert not (log_dir / "rewound" / "episodes_0.csv").exists(), "a-0 played nothing past it"
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     assert int(latest.rsplit("-", 1)[1]) >= 4000 and tf.train.load_variable(latest, "updates") > updates
 

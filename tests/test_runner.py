@@ -360,3 +360,77 @@ def test_cut_partial_line_keeps_every_complete_row_whatever_the_tail(tmp_path, t
     path.write_bytes(tail)  # no complete row at all
     logdir.cut_partial_line(str(path))
     assert path.read_bytes() == b""
+
+
+def test_rows_logged_past_the_step_a_run_resumes_from_are_set_aside_and_the_rest_kept(tmp_path):
+    """Rows long enough to span several blocks of the backward read; a row at the step itself stays; rows past it
+    go to rewound/ under the same name (its header once); a partial last row is cut, not moved."""
+    import logdir
+
+    header = b"global_step,worker,x\n"
+    rows = [b"%d,0,%s\n" % (step, b"y" * 3000) for step in (10, 20, 30, 40, 50)]
+    path = tmp_path / "visits_0.csv"
+    path.write_bytes(header + b"".join(rows) + b"60,0,yy")  # the kill came in the middle of the last row
+    assert logdir.set_aside_rows_after(str(path), 30, str(tmp_path)) == 2
+    assert path.read_bytes() == header + b"".join(rows[:3])
+    aside = tmp_path / "rewound" / "visits_0.csv"
+    assert aside.read_bytes() == header + b"".join(rows[3:])
+    assert logdir.set_aside_rows_after(str(path), 30, str(tmp_path)) == 0, "nothing past 30 is left"
+    assert logdir.set_aside_rows_after(str(path), 5, str(tmp_path)) == 3  # appended, no second header
+    assert path.read_bytes() == header and aside.read_bytes() == header + b"".join(rows[3:] + rows[:3])
+    assert logdir.set_aside_rows_after(str(tmp_path / "none.csv"), 5, str(tmp_path)) == 0
+
+
+def test_rows_of_an_earlier_resume_out_of_order_stay_only_the_last_rows_past_the_step_move(tmp_path):
+    import logdir
+
+    path = tmp_path / "episodes_0.csv"
+    path.write_text("global_step,reward\n10,1\n50,1\n20,1\n60,1\n70,1\n")
+    assert logdir.set_aside_rows_after(str(path), 55, str(tmp_path)) == 2
+    assert path.read_text() == "global_step,reward\n10,1\n50,1\n20,1\n"
+
+
+def test_an_episode_logger_resuming_sets_aside_its_rows_past_the_step_and_purges_tensorboard_there(tmp_path, graph):
+    import tensorflow as tf
+
+    import logdir
+    from acting import EpisodeLogger, EpisodeTally
+
+    step = [100]
+    first = EpisodeLogger(str(tmp_path), 1, None, lambda: step[0])
+    for step[0] in (100, 200, 300):
+        first(EpisodeTally().stats(truncated=False))
+    first.close()
+    writer = tf.compat.v1.summary.FileWriter(str(tmp_path / "train_1"))
+    resumed = EpisodeLogger(str(tmp_path), 1, writer, lambda: step[0])
+    assert resumed.resume_from(150) == 2
+    step[0] = 160
+    resumed(EpisodeTally().stats(truncated=False))
+    resumed.close()
+    writer.close()
+    assert [row["global_step"] for row in logdir.read_rows(str(tmp_path / "episodes_1.csv"))] == ["100", "160"]
+    assert [row["global_step"] for row in logdir.read_rows(str(tmp_path / "rewound" / "episodes_1.csv"))] == [
+        "200", "300"]
+    (events,) = os.listdir(tmp_path / "train_1")
+    starts = [event.step for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "train_1" / events))
+              if event.HasField("session_log")]
+    assert starts == [150], "TensorBoard purges this writer's events past the step it resumed from"
+
+
+def test_readers_count_each_step_once_where_an_older_run_went_back_to_its_checkpoint(tmp_path):
+    """Worker 0 was stopped at step 30 past its checkpoint at 15 and went on from 15; worker 1 was not (its steps
+    rise): the rows of the play that was lost are left out, in a worker's file and in an archive sorted by step."""
+    import logdir
+
+    header = "global_step,wall_time,worker,reward\n"
+    lines = ["10,1.0,0,1", "20,2.0,0,2", "30,3.0,0,3", "15,4.0,0,4", "25,5.0,0,5"]
+    (tmp_path / "episodes_0.csv").write_text(header + "\n".join(lines) + "\n")
+    (tmp_path / "episodes_1.csv").write_text(header + "12,1.5,1,6\n40,6.0,1,7\n")
+    rows = logdir.episode_rows(str(tmp_path))
+    assert [(row["global_step"], row["reward"]) for row in rows] == [
+        ("10", "1"), ("12", "6"), ("15", "4"), ("25", "5"), ("40", "7")]
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    merged = sorted(lines + ["12,1.5,1,6", "40,6.0,1,7"], key=lambda line: int(line.split(",")[0]))
+    (archive / "episodes_all.csv").write_text(header + "\n".join(merged) + "\n")
+    assert logdir.episode_rows(str(archive)) == rows
