@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from constants import CURIOSITY_CHOICES
 import curiosity
-from acting import QUEUE_POLL_SECS, RunnerThread
+from acting import QUEUE_POLL_SECS, ActingCopy, RunnerThread
 from model import LSTMPolicy
 from sessions import AbortRetrySession, NonFiniteGuard, Timings, global_step_variable, guarded_apply
 
@@ -158,13 +158,16 @@ def build_networks(env, config, design_head=None, unsup="none"):
 
     The trainer builds them twice (global/ and local/); playback builds global/ alone to restore a checkpoint.
     """
-    observation_shape, num_actions = env.observation_space.shape, env.action_space.n
-    policy = LSTMPolicy(observation_shape, num_actions, design_head, config.lstm_size,
-                        curiosity.two_streams(unsup, config), config.mlp_units)
+    policy = build_policy(env, config, design_head, unsup)
     if unsup == "none":
         return policy, None
     with tf1.variable_scope("predictor"):
-        return policy, curiosity.build(unsup, observation_shape, num_actions, design_head)
+        return policy, curiosity.build(unsup, env.observation_space.shape, env.action_space.n, design_head)
+
+
+def build_policy(env, config, design_head=None, unsup="none"):
+    return LSTMPolicy(env.observation_space.shape, env.action_space.n, design_head, config.lstm_size,
+                      curiosity.two_streams(unsup, config), config.mlp_units)
 
 
 class A3C:
@@ -254,7 +257,9 @@ class A3C:
                     tf1.summary.scalar("model/predvar_global_norm", tf.linalg.global_norm(predictor.var_list)),
                 ] + [tf1.summary.scalar(tag, tensor) for tag, tensor in predictor.summaries().items()]
 
-            self.sync = tf.group(*[local.assign(glob) for local, glob in zip(local_vars, global_vars)])
+            syncs = [local.assign(glob) for local, glob in zip(local_vars, global_vars)]
+            self.sync = tf.group(*syncs)
+            self.synced_policy = syncs[:len(pi.var_list)]  # the policy's weights as the sync left them
             batch_size = tf.cast(tf.shape(self.actions)[0], tf.int64)
             self.next_global_step = self.global_step.assign_add(batch_size)
             # A skipped (NaN or inf) update is counted by process(); its steps still count.
@@ -262,6 +267,11 @@ class A3C:
             self.train_op = tf.group(apply, self.next_global_step)
             self.summary_op = tf1.summary.merge(summaries)
 
+        # the runner's copy of the local policy (acting.ActingCopy), or None: it acts on the local policy itself
+        self.acting_copy = None
+        if config.acting_copy:
+            self.acting_copy = ActingCopy(lambda: build_policy(self.envs[0], config, design_head, unsup),
+                                          self.local_network, config.seed + task)
         self.runner = None
         self.summary_writer = None
         self.session = None
@@ -282,18 +292,27 @@ class A3C:
         if self.predictor is not None:
             self.predictor.warm_up(self.session, self.local_predictor, self.envs, self.config)
             scaler = self.local_predictor.scaler(self.config, len(self.envs))
-        self.session.run(self.sync)
+        self.sync_local()
         self.last_global_step = int(self.session.run(self.global_step))
         self._fps_start = time.time()
-        self.runner = RunnerThread(self.envs, self.local_network, self.config.rollout_maxlen,
+        self.runner = RunnerThread(self.envs, self.acting_copy or self.local_network, self.config.rollout_maxlen,
                                    self.config.queue_size, on_episode_end, self.local_predictor, scaler,
                                    self.timings, self.env_threads)
         self.runner.start_runner(self.session)
+
+    def sync_local(self):
+        """global -> local, and the policy's new weights into the runner's copy."""
+        if self.acting_copy is None:
+            self.session.run(self.sync)
+        else:
+            self.acting_copy.load(self.session.run([self.sync, self.synced_policy])[1])
 
     def stop(self):
         if self.runner is not None:
             self.runner.stop()
             self.runner.join(timeout=QUEUE_POLL_SECS * 5)
+            if self.acting_copy is not None and not self.runner.is_alive():
+                self.acting_copy.close()
 
     def pull_batch_from_queue(self):
         """The next batch of rollouts. With one environment, its rollout is extended with the queued ones that
@@ -321,7 +340,7 @@ class A3C:
             if self.config.center_advantages:
                 batch = batch._replace(advantages=batch.advantages - batch.advantages.mean())
         with self.timings.phase("sync"):
-            self.session.run(self.sync)
+            self.sync_local()
         pi = self.local_network
         feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
                 pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,

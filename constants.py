@@ -113,6 +113,10 @@ class Config:
     trains on their [K, rollout_maxlen] batch; 1 is the original algorithm""")
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
+    acting_copy: bool = _param(True, """
+    the runner thread acts on a copy of the local policy in a plain in-process session, loaded with the weights
+    each sync brings, instead of through the cluster's runtime, whose every session.run costs more (docs/speed.md);
+    false: it acts on the local policy itself, as the original did""")
     # ---- value-based learners (--algo dqn): Double DQN, n-step returns, prioritized replay
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")
@@ -486,7 +490,7 @@ def relaunch_config(saved, overrides, preset="auto"):
 
 # Fields that steer the run, not what it learns: a relaunch may change them without being asked (a longer step
 # budget is the usual reason to relaunch), and the change is recorded like any other.
-RUN_CONTROLS = ("max_global_steps", "checkpoint_secs", "summary_every_updates")
+RUN_CONTROLS = ("max_global_steps", "checkpoint_secs", "summary_every_updates", "acting_copy")
 
 
 def guarded(changes):

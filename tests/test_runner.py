@@ -434,3 +434,37 @@ def test_readers_count_each_step_once_where_an_older_run_went_back_to_its_checkp
     merged = sorted(lines + ["12,1.5,1,6", "40,6.0,1,7"], key=lambda line: int(line.split(",")[0]))
     (archive / "episodes_all.csv").write_text(header + "\n".join(merged) + "\n")
     assert logdir.episode_rows(str(archive)) == rows
+
+
+def test_the_runners_copy_of_the_policy_acts_as_the_local_policy_after_each_sync(graph):
+    """acting_copy: after a sync the copy gives the local policy's values, greedy actions and LSTM state; a fetch of
+    the trainer's graph (the ICM's bonus) comes back in its place among the fetches."""
+    import tensorflow as tf
+
+    import constants
+    from a3c import A3C
+
+    tf1 = tf.compat.v1
+    trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0, constants.Config(lstm_size=16), unsup="action")
+    session = trainer.session = tf1.Session()
+    session.run(tf1.global_variables_initializer())
+    rng = np.random.default_rng(0)
+    session.run([variable.assign(rng.normal(0, 0.3, variable.shape)) for variable in trainer.network.var_list])
+    observations = rng.random((2, 42, 42, 1), dtype=np.float32)
+    state = trainer.local_network.initial_state(2)
+    predictor = trainer.local_predictor
+    feed = predictor.feed_sequences([[observations[0], observations[1], observations[0]]], [1, 0])
+
+    def act(policy):
+        return policy.act_and_fetch(session, observations, state, [predictor.bonus_per_step], feed, greedy=True)
+
+    before = act(trainer.acting_copy)
+    trainer.sync_local()
+    local, copy = act(trainer.local_network), act(trainer.acting_copy)
+    assert not np.allclose(before[1], local[1]), "the sync changed the weights"
+    np.testing.assert_array_equal(copy[0], local[0])
+    pairs = [(copy[1], local[1]), (copy[2].c, local[2].c), (copy[2].h, local[2].h), (copy[3][0], local[3][0])]
+    for mine, theirs in pairs:
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    values, _ = trainer.acting_copy.value_of(session, observations, state)
+    np.testing.assert_allclose(values, local[1], rtol=1e-5, atol=1e-6)
