@@ -19,7 +19,7 @@ train: venv
 	$(VENV)/bin/python train.py --num-workers $(WORKERS) --env-id $(ENV) --unsup $(UNSUP) $(ARGS)
 
 test: venv
-	$(VENV)/bin/python -m pytest -q $(TESTS)
+	$(VENV)/bin/python -m pytest -q --durations=10 $(TESTS)
 
 bench-throughput: venv
 	$(VENV)/bin/python benchmarks/throughput.py $(ARGS)
