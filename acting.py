@@ -225,36 +225,52 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
             rollouts[index] = PartialRollout(state_row(state, index))
 
 
-class ActingCopy:
-    """The runner thread's copy of a policy, in a graph and a plain in-process session of its own.
+class NetworkCopy:
+    """A copy of a network in a graph and a plain in-process session of its own, loaded with the weights the
+    learner's sync brings (`load`), for acting.
 
-    On TensorFlow's cluster every session.run of a worker goes through the distributed master, even for the local
-    policy on the worker's own device: acting here, a Doom worker's act time per step fell by a third (K = 4, the
-    ICM; docs/speed.md). The trainer loads the weights of each sync into this copy (`load`), so the runner
-    acts with the weights it acted with before; fetches of the cluster's graph (the bonus of a finished batch) are
-    still run in the cluster's session, in a call of their own.
+    On TensorFlow's cluster every session.run of a process goes through the distributed master, even for a network
+    on the process's own device: acting on a copy here, a Doom worker's act time per step fell by a third (K = 4,
+    the ICM; docs/speed.md). `build()` makes the network in the copy's graph, in the variable scope of `source`'s
+    variables, which it must match name for name.
     """
 
-    def __init__(self, make_policy, source, seed):
+    def __init__(self, build, source_variables, seed):
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf1.set_random_seed(seed)
-            with tf1.variable_scope("local"):
-                self.policy = make_policy()
-            variables = self.policy.var_list
-            self.weights = [tf1.placeholder(v.dtype.base_dtype, v.shape) for v in variables]
-            self.load_op = tf.group(*[v.assign(weight) for v, weight in zip(variables, self.weights)])
-            initialise = tf1.variables_initializer(variables)
-        if [(v.name, v.shape) for v in variables] != [(v.name, v.shape) for v in source.var_list]:
-            raise ValueError("the acting copy's variables are not the policy's")
+            before = set(tf1.trainable_variables())
+            self.network = build()
+            self.variables = [v for v in tf1.trainable_variables() if v not in before]
+            self.weights = [tf1.placeholder(v.dtype.base_dtype, v.shape) for v in self.variables]
+            self.load_op = tf.group(*[v.assign(weight) for v, weight in zip(self.variables, self.weights)])
+            initialise = tf1.variables_initializer(self.variables)
+        if [(v.name, v.shape) for v in self.variables] != [(v.name, v.shape) for v in source_variables]:
+            raise ValueError("a network's copy has other variables than the network")
         self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
                                                                              inter_op_parallelism_threads=1))
         self.session.run(initialise)
-        self.value_int = self.policy.value_int
 
     def load(self, values):
-        """The policy's weights, in the order of its var_list."""
+        """The network's weights, in the order of its variables."""
         self.session.run(self.load_op, dict(zip(self.weights, values)))
+
+    def close(self):
+        self.session.close()
+
+
+class ActingCopy(NetworkCopy):
+    """The runner thread's copy of an LSTMPolicy, with its acting calls; fetches of the cluster's graph (the bonus
+    of a finished batch) are still run in the cluster's session, in a call of their own."""
+
+    def __init__(self, make_policy, source, seed):
+        def build():
+            with tf1.variable_scope("local"):
+                return make_policy()
+
+        super().__init__(build, source.var_list, seed)
+        self.policy = self.network
+        self.value_int = self.policy.value_int
 
     def initial_state(self, batch_size=1):
         return self.policy.initial_state(batch_size)
@@ -272,9 +288,6 @@ class ActingCopy:
 
     def value_of(self, session, observations, state):
         return self.policy.value_of(self.session, observations, state)
-
-    def close(self):
-        self.session.close()
 
 
 class RunnerThread(threading.Thread):

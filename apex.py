@@ -29,6 +29,7 @@ import curiosity
 import dqn
 import offpolicy
 import replay
+from acting import NetworkCopy
 from sessions import Timings
 
 tf1 = tf.compat.v1
@@ -79,11 +80,15 @@ class ApeXGraph:
         self.shared_variables = tf1.global_variables()  # the learner's: checkpointed; the actors wait for them
         self.actor_variables = []
         if actor_device is not None:
+            def actor_q():  # the actor's Q: (its observations, Q(s, .)), here and in its acting copy's graph
+                observations = offpolicy.observation_placeholder(shape, self.dtype, "actor_observations")
+                return observations, dqn.q_network(observations, ACTOR_SCOPE, num_actions, config, head)
+
+            self.actor_q = actor_q
             with tf1.device(actor_device):
-                self.observations = offpolicy.observation_placeholder(shape, self.dtype, "actor_observations")
-                self.q_values = dqn.q_network(self.observations, ACTOR_SCOPE, num_actions, config, head)
-                pairs = list(zip(self.network.online_variables,
-                                 tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")))
+                self.observations, self.q_values = actor_q()
+                self.q_variables = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")
+                pairs = list(zip(self.network.online_variables, self.q_variables))
                 if self.curious is not None:
                     with tf1.variable_scope(ACTOR_SCOPE + "_curiosity"):
                         self.bonus = curiosity.build(unsup, shape, num_actions, head)
@@ -93,7 +98,9 @@ class ApeXGraph:
                     self.curious.track(self.bonus)  # the steps it acts on merge into the learner's statistics
                 self.actor_variables = [variable for variable in tf1.global_variables()
                                         if variable not in self.shared_variables]
-                self.sync = tf.group(*[mine.assign(theirs) for theirs, mine in pairs])
+                syncs = [mine.assign(theirs) for theirs, mine in pairs]
+                self.sync = tf.group(*syncs)
+                self.synced_q = syncs[:len(self.q_variables)]  # the Q weights as the sync left them
 
 
 def initial_priorities(q_values, count, actions, returns, discounts):
@@ -113,6 +120,8 @@ class Actor:
         self.seed = config.seed + task * count
         self.acting = None  # built in run, after the curiosity's warm-up has played the environments
         self.rng = np.random.default_rng(config.seed + task)
+        # its Q in a session of its own (acting.NetworkCopy), loaded at each sync; None: it acts on the cluster's
+        self.copy = NetworkCopy(graph.actor_q, graph.q_variables, self.seed) if config.acting_copy else None
         self.pending = []  # transitions' columns not sent yet
         self.unsent_steps = 0
         # the heartbeat's fields (sessions.Heartbeat)
@@ -122,17 +131,17 @@ class Actor:
     def run(self, session, stop_flag, heartbeat, episode_logger):
         """Play until the global step reaches max_global_steps or a stop is asked."""
         graph = self.graph
-        session.run(graph.sync)
+        self.sync(session)
         since_sync = 0
         bonus = None
         if graph.curious is not None:
             graph.curious.warm_up(session, self.envs, graph.bonus)
-            session.run(graph.sync)  # the statistics just seeded, into the copy that acts
+            self.sync(session)  # the statistics just seeded, into the copy that acts
             bonus = graph.curious.acting_bonus(session, len(self.envs), graph.bonus)
         self.acting = offpolicy.Acting(self.envs, self.config, graph.dtype, self.seed)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             with self.timings.phase("act"):
-                q_values = session.run(graph.q_values, {graph.observations: self.acting.stored_observations()})
+                q_values = self.q_values(session, self.acting.stored_observations())
             actions = dqn.epsilon_greedy(q_values, self.epsilons, self.rng)
             with self.timings.phase("env"):
                 transitions, finished = self.acting.step(actions, bonus)
@@ -146,7 +155,7 @@ class Actor:
                 self.send(session)
             if since_sync >= SYNC_EVERY:
                 with self.timings.phase("sync"):
-                    session.run(graph.sync)
+                    self.sync(session)
                 since_sync = 0
             heartbeat.beat(self, episode_logger.episodes)
 
@@ -162,8 +171,7 @@ class Actor:
         count = len(actions)
         priorities = np.zeros(0, np.float32)
         if count:
-            q_values = session.run(graph.q_values, {graph.observations: np.concatenate([observations,
-                                                                                        next_observations])})
+            q_values = self.q_values(session, np.concatenate([observations, next_observations]))
             priorities = initial_priorities(q_values, count, actions, returns, discounts)
         with self.timings.phase("queue_put"):
             feed = dict(zip(graph.sent, [*columns, priorities]))
@@ -171,6 +179,23 @@ class Actor:
             self.last_global_step = int(session.run(graph.send, feed))
         self.steps_trained += self.unsent_steps
         self.pending, self.unsent_steps = [], 0
+
+    def sync(self, session):
+        """The learner's online weights (and the bonus's) into this actor's copies."""
+        if self.copy is None:
+            session.run(self.graph.sync)
+        else:
+            self.copy.load(session.run([self.graph.sync, self.graph.synced_q])[1])
+
+    def q_values(self, session, observations):
+        if self.copy is None:
+            return session.run(self.graph.q_values, {self.graph.observations: observations})
+        copy_observations, copy_q_values = self.copy.network
+        return self.copy.session.run(copy_q_values, {copy_observations: observations})
+
+    def close(self):
+        if self.copy is not None:
+            self.copy.close()
 
     def status(self):
         """The status view's figures of an actor: its exploration."""

@@ -114,9 +114,9 @@ class Config:
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
     acting_copy: bool = _param(True, """
-    the runner thread acts on a copy of the local policy in a plain in-process session, loaded with the weights
-    each sync brings, instead of through the cluster's runtime, whose every session.run costs more (docs/speed.md);
-    false: it acts on the local policy itself, as the original did""")
+    on the cluster, A3C's runner thread and Ape-X's actors act on a copy of their network in a plain in-process
+    session, loaded with the weights each sync brings, instead of through the cluster's runtime, whose every
+    session.run costs more (docs/speed.md); false: they act on the cluster's copy, as the original did""")
     # ---- value-based learners (--algo dqn): Double DQN, n-step returns, prioritized replay
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")

@@ -423,6 +423,7 @@ def run_apex(args):
                         session.run(graph.finish)  # the learner may go
                 finally:
                     episode_logger.close()
+                    trainer.close()
                 episodes = episode_logger.episodes
             heartbeat.beat(trainer, episodes, state="stopped", force=True)
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:

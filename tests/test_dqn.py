@@ -540,3 +540,30 @@ def test_a_cluster_that_is_not_the_algorithms_is_one_line(algo, flags, spec, mes
 def test_a3c_has_no_one_process_mode(tmp_path):
     result = train_py("--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--dry-run")
     assert result.returncode == 2 and "give --algo dqn" in result.stderr
+
+
+def test_an_apex_actor_acts_on_its_copy_of_the_learners_q_after_each_sync(graph):
+    """acting_copy: after a sync the actor's Q (in a session of its own) is the learner's online Q, before it is
+    not; without the copy it reads the cluster's actor-side Q, the same values."""
+    import tensorflow as tf
+
+    import apex
+    import envs
+
+    env = envs.create_env("Corridor-v0")
+    config = small_config()
+    network = apex.ApeXGraph(env.observation_space, 2, config, "mlp", "/cpu:0", "/cpu:0")
+    session = tf.compat.v1.Session()
+    session.run(tf.compat.v1.global_variables_initializer())
+    actor = apex.Actor(network, [env], config, 0, 2)
+    rng = np.random.default_rng(0)
+    observations = rng.random((5, *env.observation_space.shape), dtype=np.float32)
+    online = network.network
+    session.run([variable.assign(rng.normal(0, 0.5, variable.shape)) for variable in online.online_variables])
+    learners = session.run(online.q_values, {online.observations: observations})
+    assert not np.allclose(actor.q_values(session, observations), learners)
+    actor.sync(session)
+    np.testing.assert_allclose(actor.q_values(session, observations), learners, rtol=1e-5, atol=1e-6)
+    actor.close()
+    actor.copy = None  # acting on the cluster's actor-side copy instead
+    np.testing.assert_allclose(actor.q_values(session, observations), learners, rtol=1e-5, atol=1e-6)
