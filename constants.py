@@ -113,10 +113,11 @@ class Config:
     trains on their [K, rollout_maxlen] batch; 1 is the original algorithm""")
     queue_size: int = _param(5, """
     rollouts the runner thread may queue ahead of the trainer""")
-    acting_copy: bool = _param(True, """
+    acting_copy: bool = _param(False, """
     on the cluster, A3C's runner thread and Ape-X's actors act on a copy of their network in a plain in-process
     session, loaded with the weights each sync brings, instead of through the cluster's runtime, whose every
-    session.run costs more (docs/speed.md); false: they act on the cluster's copy, as the original did""")
+    session.run costs more (docs/speed.md). On in the DQN presets. Off for A3C: its runner then outran the trainer
+    and queued queue_size batches acted with older weights, and CartPole collapsed to one action in 3 of 3 seeds""")
     # ---- value-based learners (--algo dqn): Double DQN, n-step returns, prioritized replay
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")
@@ -266,7 +267,7 @@ def apply_overrides(config, overrides):
 # `dqn_classic` below, and `dqn_classic_curiosity` with three changes.
 _DQN_CLASSIC = {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "200000",
                 "batch_size": "256", "learning_starts": "1000", "replay_ratio": "64", "target_update_period": "200",
-                "dueling": "true", "epsilon_decay_steps": "10000", "max_global_steps": "400000"}
+                "dueling": "true", "epsilon_decay_steps": "10000", "max_global_steps": "400000", "acting_copy": "true"}
 
 # Named sets of overrides. `auto` picks one from the environment's observations; `--set` applies on top.
 PRESETS = {
@@ -286,7 +287,7 @@ PRESETS = {
     # seeds (docs/doom-study.md, "Why the dense task lags").
     "doom": {"envs_per_worker": "4"},
     # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
-    "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1"},
+    "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1", "acting_copy": "true"},
     # DQN on classic control: a short warm-up and exploration, a dueling head, the target every 200 updates, and a
     # batch of 256 every 4 steps (replay ratio 64). CartPole-v1 (docs/dqn.md): lr 1e-3 beat 5e-4 and 2.5e-4; a batch
     # of 64 every step solved 2 of 3 seeds in one process and 1 of 3 with 2 actors in 5 minutes, where a batch of

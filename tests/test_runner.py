@@ -445,7 +445,8 @@ def test_the_runners_copy_of_the_policy_acts_as_the_local_policy_after_each_sync
     from a3c import A3C
 
     tf1 = tf.compat.v1
-    trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0, constants.Config(lstm_size=16), unsup="action")
+    trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0, constants.Config(lstm_size=16, acting_copy=True),
+                  unsup="action")
     session = trainer.session = tf1.Session()
     session.run(tf1.global_variables_initializer())
     rng = np.random.default_rng(0)
