@@ -360,10 +360,14 @@ def as_dirs(log_dirs):
     return [str(log_dir) for log_dir in log_dirs]
 
 
+def paths_of(log_dirs, pattern):
+    """The files named `pattern` in the run's directories, in order."""
+    return [path for log_dir in as_dirs(log_dirs) for path in sorted(glob.glob(os.path.join(log_dir, pattern)))]
+
+
 def rows_of(log_dirs, pattern):
     """Every complete row of the CSVs named `pattern` in the run's directories."""
-    return [row for log_dir in as_dirs(log_dirs) for path in sorted(glob.glob(os.path.join(log_dir, pattern)))
-            for row in read_rows(path)]
+    return [row for path in paths_of(log_dirs, pattern) for row in read_rows(path)]
 
 
 def played_once(rows):
@@ -382,9 +386,8 @@ def played_once(rows):
 def episode_rows(log_dirs, column="global_step"):
     """The run's episode rows that have a value in `column`, each step's once (played_once), ordered by global step
     (then by time)."""
-    paths = [path for log_dir in as_dirs(log_dirs)
-             for path in sorted(glob.glob(os.path.join(log_dir, "episodes_*.csv")))]
-    rows = [row for path in paths for row in played_once(read_rows(path)) if row.get(column, "") != ""]
+    rows = [row for path in paths_of(log_dirs, "episodes_*.csv") for row in played_once(read_rows(path))
+            if row.get(column, "") != ""]
     rows.sort(key=lambda row: (int(row["global_step"]), float(row["wall_time"])))
     return rows
 
