@@ -1,12 +1,15 @@
 """Ape-X (Horgan et al. 2018) on TensorFlow's cluster: `train.py --algo dqn --num-workers N` runs one learner and
-N actors (cluster.CLUSTERS["dqn"]), each a worker.py process.
+N actors (cluster.CLUSTERS["dqn"]), each a worker.py process; `--algo sac --num-workers N` the same with SAC's
+learner, whose actors sample its policy (as the actors of Ape-X's DDPG played its policy with noise).
 
-    actor i   plays its K environments epsilon-greedy on its own copy of Q, environment k of actor i with
-              epsilon_{iK+k} of replay.apex_epsilons(N K) (0.4 down to 0.4^8), each feeding an n-step buffer;
-              every SEND_EVERY steps it computes the new transitions' priorities |R + d max_a Q(s', a) - Q(s, a)|
-              with its copy and sends them in one enqueue_many, which adds its steps to the global step; every
-              SYNC_EVERY steps it fetches the online weights
-    learner   (the chief) drains the queue into replay.PrioritizedReplay, in its own memory, and trains dqn.DQN at
+    actor i   plays its K environments with its own copy of the learner's acting network, each feeding an n-step
+              buffer. DQN: epsilon-greedy on Q, environment k of actor i with epsilon_{iK+k} of
+              replay.apex_epsilons(N K) (0.4 down to 0.4^8); every SEND_EVERY steps it computes the new
+              transitions' priorities |R + d max_a Q(s', a) - Q(s, a)| with its copy. SAC: a sample of the policy,
+              uniformly random actions until the global step reaches learning_starts; its transitions go in at the
+              largest priority seen (it has no critic). It sends them in one enqueue_many, which adds its steps to
+              the global step; every SYNC_EVERY steps it fetches the online weights
+    learner   (the chief) drains the queue into replay.PrioritizedReplay, in its own memory, and trains the agent at
               the replay ratio (offpolicy.learn_step); it takes no transitions while it owes updates, so the queue
               fills and the actors wait on it: the ratio holds whatever the number of actors, within one receive
               (RECEIVE_MAX transitions) while the run goes, and exactly at its end, where the learner takes the
@@ -26,7 +29,6 @@ import tensorflow as tf
 
 import cluster as roles
 import curiosity
-import dqn
 import offpolicy
 import replay
 from acting import NetworkCopy
@@ -43,26 +45,29 @@ RECEIVE_IDLE_SECS = 0.005  # the learner's pause when the queue was empty and no
 SEND_EVERY = 50  # steps an actor plays between sends (Ape-X's local buffer: 50 transitions per actor)
 SYNC_EVERY = 400  # steps an actor plays between weight fetches (Ape-X: every 400 frames)
 FINISH_GRACE_SECS = 30.0  # after max_global_steps the learner serves until every actor has finished, this long at most
-ACTOR_SCOPE = "actor"  # an actor's own copy of the online network, on its own device
+ACTOR_SCOPE = "acting"  # an actor's own copy of the acting network, on its own device (SAC's policy is "actor")
 
 
 class ApeXGraph:
-    """What the learner and every actor build alike (between-graph replication): the DQN, the curiosity's ICM
-    (`unsup`) and the queue on the learner's device; on an actor's device (`actor_device`), its copies of the online
-    network and of the ICM, and the op that fetches the weights into them."""
+    """What the learner and every actor build alike (between-graph replication): the agent of `algo` (dqn.DQN or
+    sac.SAC), the curiosity's module (`unsup`) and the queue on the learner's device; on an actor's device
+    (`actor_device`), its copies of the acting network and of the curiosity's, and the op that fetches the weights
+    into them."""
 
-    def __init__(self, observation_space, num_actions, config, head, learner_device, actor_device=None,
-                 unsup="none"):
+    def __init__(self, observation_space, action_space, config, head, learner_device, actor_device=None,
+                 unsup="none", algo="dqn"):
         shape, self.dtype = observation_space.shape, offpolicy.stored_dtype(observation_space)
+        actions = curiosity.action_spec(action_space)
         with tf1.device(learner_device):
-            self.network = dqn.DQN(shape, num_actions, config, head, self.dtype)
-            self.curious = None if unsup == "none" else offpolicy.Curious(unsup, shape, num_actions, config, head,
+            self.network = offpolicy.build_agent(algo, shape, action_space, config, head, self.dtype)
+            self.curious = None if unsup == "none" else offpolicy.Curious(unsup, shape, actions, config, head,
                                                                           self.dtype)
             frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
             # the transition's columns (replay.Transition's, s_t+1 only for the curiosity), then its priority
             self.columns = 6 if self.curious else 5
-            dtypes = [frames, tf.int64, tf.float32, tf.float32, frames, frames][:self.columns] + [tf.float32]
-            shapes = [shape, [], [], [], shape, shape][:self.columns] + [[]]
+            action_dtype = tf.as_dtype(self.network.action_dtype)
+            dtypes = [frames, action_dtype, tf.float32, tf.float32, frames, frames][:self.columns] + [tf.float32]
+            shapes = [shape, list(self.network.action_shape), [], [], shape, shape][:self.columns] + [[]]
             self.queue = tf1.FIFOQueue(QUEUE_CAPACITY, dtypes, shapes=shapes, shared_name=QUEUE_NAME,
                                        name="transitions")
             self.sent = [tf1.placeholder(dtype, [None, *each], f"sent_{index}")
@@ -80,18 +85,18 @@ class ApeXGraph:
         self.shared_variables = tf1.global_variables()  # the learner's: checkpointed; the actors wait for them
         self.actor_variables = []
         if actor_device is not None:
-            def actor_q():  # the actor's Q: (its observations, Q(s, .)), here and in its acting copy's graph
+            def actor_network():  # (its observations, its outputs), here and in its acting copy's graph
                 observations = offpolicy.observation_placeholder(shape, self.dtype, "actor_observations")
-                return observations, dqn.q_network(observations, ACTOR_SCOPE, num_actions, config, head)
+                return observations, self.network.acting_network(observations, ACTOR_SCOPE)
 
-            self.actor_q = actor_q
+            self.actor_network = actor_network
             with tf1.device(actor_device):
-                self.observations, self.q_values = actor_q()
-                self.q_variables = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")
-                pairs = list(zip(self.network.online_variables, self.q_variables))
+                self.observations, self.outputs = actor_network()
+                self.acting_variables = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, ACTOR_SCOPE + "/")
+                pairs = list(zip(self.network.acting_variables, self.acting_variables))
                 if self.curious is not None:
                     with tf1.variable_scope(ACTOR_SCOPE + "_curiosity"):
-                        self.bonus = curiosity.build(unsup, shape, num_actions, head)
+                        self.bonus = curiosity.build(unsup, shape, actions, head)
                     # the predictor, and the state of a bonus that has some (RND's target and statistics)
                     pairs += zip(self.curious.module.var_list + list(self.curious.module.state_variables),
                                  self.bonus.var_list + list(self.bonus.state_variables))
@@ -100,7 +105,7 @@ class ApeXGraph:
                                         if variable not in self.shared_variables]
                 syncs = [mine.assign(theirs) for theirs, mine in pairs]
                 self.sync = tf.group(*syncs)
-                self.synced_q = syncs[:len(self.q_variables)]  # the Q weights as the sync left them
+                self.synced_acting = syncs[:len(self.acting_variables)]  # its weights as the sync left them
 
 
 def initial_priorities(q_values, count, actions, returns, discounts):
@@ -111,7 +116,7 @@ def initial_priorities(q_values, count, actions, returns, discounts):
 
 
 class Actor:
-    """One actor task: plays, computes its transitions' priorities, sends them, fetches the weights."""
+    """One actor task: plays, computes its transitions' priorities (DQN's), sends them, fetches the weights."""
 
     def __init__(self, graph, envs, config, task, num_actors):
         self.graph, self.config, self.envs = graph, config, envs
@@ -120,8 +125,9 @@ class Actor:
         self.seed = config.seed + task * count
         self.acting = None  # built in run, after the curiosity's warm-up has played the environments
         self.rng = np.random.default_rng(config.seed + task)
-        # its Q in a session of its own (acting.NetworkCopy), loaded at each sync; None: it acts on the cluster's
-        self.copy = NetworkCopy(graph.actor_q, graph.q_variables, self.seed) if config.acting_copy else None
+        # its acting network in a session of its own (acting.NetworkCopy), loaded at each sync; None: it acts on
+        # the cluster's
+        self.copy = NetworkCopy(graph.actor_network, graph.acting_variables, self.seed) if config.acting_copy else None
         self.pending = []  # transitions' columns not sent yet
         self.unsent_steps = 0
         # the heartbeat's fields (sessions.Heartbeat)
@@ -141,10 +147,10 @@ class Actor:
         self.acting = offpolicy.Acting(self.envs, self.config, graph.dtype, self.seed)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             with self.timings.phase("act"):
-                q_values = self.q_values(session, self.acting.stored_observations())
-            actions = dqn.epsilon_greedy(q_values, self.epsilons, self.rng)
+                outputs = self.acting_outputs(session, self.acting.stored_observations())
+            actions, stored = graph.network.actor_actions(outputs, self.rng, self.last_global_step, self.epsilons)
             with self.timings.phase("env"):
-                transitions, finished = self.acting.step(actions, bonus)
+                transitions, finished = self.acting.step(actions, bonus, stored)
             for stats in finished:
                 episode_logger(stats)
             if transitions is not None:
@@ -169,9 +175,9 @@ class Actor:
             columns = [np.zeros((0, *sent.shape[1:]), sent.dtype.as_numpy_dtype) for sent in graph.sent[:-1]]
         observations, actions, returns, discounts, next_observations = columns[:5]
         count = len(actions)
-        priorities = np.zeros(0, np.float32)
-        if count:
-            q_values = self.q_values(session, np.concatenate([observations, next_observations]))
+        priorities = np.zeros(count, np.float32)  # unread where the actors compute none (the learner's max)
+        if count and graph.network.actor_priorities:
+            q_values = self.acting_outputs(session, np.concatenate([observations, next_observations]))
             priorities = initial_priorities(q_values, count, actions, returns, discounts)
         with self.timings.phase("queue_put"):
             feed = dict(zip(graph.sent, [*columns, priorities]))
@@ -185,20 +191,23 @@ class Actor:
         if self.copy is None:
             session.run(self.graph.sync)
         else:
-            self.copy.load(session.run([self.graph.sync, self.graph.synced_q])[1])
+            self.copy.load(session.run([self.graph.sync, self.graph.synced_acting])[1])
 
-    def q_values(self, session, observations):
+    def acting_outputs(self, session, observations):
+        """Its acting network's outputs (DQN: Q(s, .)) for a batch of stored observations."""
         if self.copy is None:
-            return session.run(self.graph.q_values, {self.graph.observations: observations})
-        copy_observations, copy_q_values = self.copy.network
-        return self.copy.session.run(copy_q_values, {copy_observations: observations})
+            return session.run(self.graph.outputs, {self.graph.observations: observations})
+        copy_observations, copy_outputs = self.copy.network
+        return self.copy.session.run(copy_outputs, {copy_observations: observations})
 
     def close(self):
         if self.copy is not None:
             self.copy.close()
 
     def status(self):
-        """The status view's figures of an actor: its exploration."""
+        """The status view's figures of an actor: its exploration (DQN's epsilons; SAC's actors sample the policy)."""
+        if not self.graph.network.actor_priorities:
+            return {"exploration": "policy"}
         return {"epsilons": [round(float(epsilon), 6) for epsilon in self.epsilons]}
 
 
@@ -242,7 +251,7 @@ class Learner:
         self.last_global_step = int(step)
         count = len(received[1])
         if count:
-            self.sampler.add(*received[:5], priorities=received[-1],
+            self.sampler.add(*received[:5], priorities=received[-1] if self.graph.network.actor_priorities else None,
                              following=received[5] if self.graph.curious else None)
             self.steps_trained += count
         return count

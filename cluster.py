@@ -39,12 +39,12 @@ ACTOR = Role("actor", "actor", "a", heartbeat=True, learner=False, finishes=True
 LOCAL = Role("local", "one-process run", "local", heartbeat=True, learner=True, finishes=True, restarts=(),
              stops_first=False, single=True)
 # The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles adds its row here.
-CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR)}
+CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR), "sac": (LEARNER, ACTOR)}
 ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
 JOBS = tuple(ROLES)  # a cluster's
 ROLES[LOCAL.job] = LOCAL
 # The chief initialises or restores the global variables, checkpoints them, and saves at the end.
-CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0)}
+CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0), "sac": (LEARNER.job, 0)}
 NAMED_ALONE = (PS, LEARNER, LOCAL)  # task 0 of these is named by the prefix alone
 
 
@@ -52,12 +52,9 @@ def is_chief(job, index):
     return (job, index) in CHIEFS.values()
 
 
-def algo_of(cluster):
-    """The algorithm whose cluster has exactly the jobs of `cluster` (a ClusterSpec dict)."""
-    for algo, roles in CLUSTERS.items():
-        if set(cluster) == {role.job for role in roles}:
-            return algo
-    raise ValueError(f"no algorithm has the jobs {', '.join(sorted(cluster))}")
+def algos_of(cluster):
+    """The algorithms whose clusters have exactly the jobs of `cluster` (a ClusterSpec dict); () if none."""
+    return tuple(algo for algo, roles in CLUSTERS.items() if set(cluster) == {role.job for role in roles})
 
 
 def jobs_of(cluster):
@@ -103,7 +100,7 @@ class LaunchError(Exception):
 
 def local(first_port, num_workers, num_ps=1, algo="a3c"):
     """The cluster of a run on this machine alone, on 127.0.0.1 from `first_port` on: the parameter servers, then
-    the workers; or (dqn) the learner, then the actors."""
+    the workers; or (dqn, sac) the learner, then the actors."""
     serving, playing = CLUSTERS[algo]
     count = num_ps if serving is PS else 1
     return {serving.job: [f"127.0.0.1:{first_port + j}" for j in range(count)],
@@ -130,7 +127,7 @@ def split_address(address):
 
 
 CLUSTER_FORMS = ('{"ps": ["host:port", ...], "worker": ["host:port", ...]} (A3C) or {"learner": ["host:port"], '
-                 '"actor": ["host:port", ...]} (--algo dqn)')
+                 '"actor": ["host:port", ...]} (--algo dqn or sac)')
 
 
 def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
@@ -153,11 +150,9 @@ def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
         unknown = sorted(set(spec) - set(JOBS))
         if unknown:
             raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker, or "
-                              f"learner and actor (--algo dqn)")
-        try:
-            algo_of(spec)
-        except ValueError:
-            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}") from None
+                              f"learner and actor (--algo dqn or sac)")
+        if not algos_of(spec):
+            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
         cluster = spec
     else:
         cluster = {PS.job: (ps_hosts or "").split(","), WORKER.job: (worker_hosts or "").split(",")}

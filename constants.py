@@ -381,7 +381,7 @@ REPLAY_ALGOS = ("dqn", "sac")  # the learners of offpolicy.py, with a replay and
 
 RUN_FLAGS = (
     RunFlag("algo", ("--algo",), "the learner: a3c (the paper's), dqn (Double DQN, n-step, prioritized replay) or "
-            "sac (Soft Actor-Critic, continuous or discrete actions; one process)",
+            "sac (Soft Actor-Critic, continuous or discrete actions; one process by default)",
             default="a3c", choices=ALGOS, recorded=True, identity=True),
     RunFlag("env_id", ("--env-id", "-e"), "environment id, doom being the paper's MyWayHome", default="doom",
             always=True, recorded=True, identity=True),

@@ -57,7 +57,7 @@ class DQN:
     """The online and target Q networks, the Double DQN loss and its train op, in the default graph."""
 
     def __init__(self, observation_shape, num_actions, config, head, observation_dtype=np.float32):
-        self.config, self.num_actions = config, num_actions
+        self.config, self.num_actions, self.head = config, num_actions, head
         self.observations = observation_placeholder(observation_shape, observation_dtype, "observations")
         self.next_observations = observation_placeholder(observation_shape, observation_dtype, "next_observations")
         self.actions = tf1.placeholder(tf.int32, [None], "actions")
@@ -124,6 +124,23 @@ class DQN:
 
     def exploration(self, step):
         return {"dqn/epsilon": epsilon_at(step, self.config)}
+
+    # what apex.Actor asks of a learner (sac.SAC's methods of these names say what each is)
+
+    def acting_network(self, observations, scope):
+        """Q(s, .) [B, A] in `scope`."""
+        return q_network(observations, scope, self.num_actions, self.config, self.head)
+
+    @property
+    def acting_variables(self):
+        return self.online_variables
+
+    def actor_actions(self, outputs, rng, step, epsilons):
+        """Epsilon-greedy with each environment's own epsilon (Ape-X's), from the first step."""
+        actions = epsilon_greedy(outputs, epsilons, rng)
+        return actions, actions
+
+    actor_priorities = True  # an actor computes its transitions' first priorities from its Q (apex.py)
 
 
 def annealed_rate(config, step):

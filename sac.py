@@ -117,6 +117,11 @@ class SAC:
         policy = self._policy(self.observations, units)
         next_policy = self._policy(self.next_observations, units, reuse=True)
         if self.discrete:
+            self.logits, *policy = policy
+            next_policy = next_policy[1:]
+        else:
+            self.sampled, self.mean_action = policy[0], policy[2]
+        if self.discrete:
             q_all = self._critics(self.observations, None, "critic", units)  # 2 x [B, A]
             q_taken = [tf.gather(q, self.actions, axis=1, batch_dims=1) for q in q_all]  # 2 x [B]
             q_policy = tf.minimum(*q_all)  # [B, A]
@@ -170,17 +175,12 @@ class SAC:
             x = trunk(observations, self.head, units)
             if self.discrete:
                 logits = model.linear(x, self.num_actions, "logits", model.normalized_columns_initializer(0.01))
-                if not reuse:
-                    self.logits = logits
-                return tf.nn.softmax(logits), tf.nn.log_softmax(logits)
+                return logits, tf.nn.softmax(logits), tf.nn.log_softmax(logits)
             mean = model.linear(x, self.action_size, "mean")
             squashed = tf.tanh(model.linear(x, self.action_size, "log_std"))
             log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (squashed + 1.0)
             pre_tanh = mean + tf.exp(log_std) * tf.random.normal(tf.shape(mean))
-            sampled = tf.tanh(pre_tanh)
-            if not reuse:
-                self.sampled, self.mean_action = sampled, tf.tanh(mean)
-            return sampled, tanh_gaussian_log_prob(pre_tanh, mean, log_std), tf.tanh(mean)
+            return tf.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std), tf.tanh(mean)
 
     def _critics(self, observations, actions, scope, units, reuse=False):
         """The twin Q: [B] each of (s, a) when continuous, [B, A] each of s when discrete."""
@@ -197,16 +197,45 @@ class SAC:
     def act(self, session, observations, rng, greedy=False):
         """Actions for a batch of observations: a sample of the policy (the mean when `greedy`), as the
         environment takes them (ints, or vectors scaled to the bounds), and as the replay keeps them."""
+        return self.chosen_actions(session.run(self.acting_outputs(greedy), {self.observations: observations}),
+                                   rng, greedy)
+
+    def acting_outputs(self, greedy=False):
+        """What the policy's actions are drawn from: the logits, or the sampled (or mean) action in [-1, 1]."""
+        return self.logits if self.discrete else (self.mean_action if greedy else self.sampled)
+
+    def chosen_actions(self, outputs, rng, greedy=False):
+        """(as the environment takes them, as the replay keeps them) from the acting outputs' values."""
         if self.discrete:
-            logits = session.run(self.logits, {self.observations: observations})
             if greedy:
-                actions = np.argmax(logits, axis=1)
+                actions = np.argmax(outputs, axis=1)
             else:
-                gumbel = -np.log(-np.log(rng.random(logits.shape)))  # a sample of the softmax, by the Gumbel-max
-                actions = np.argmax(logits + gumbel, axis=1)
+                gumbel = -np.log(-np.log(rng.random(outputs.shape)))  # a sample of the softmax, by the Gumbel-max
+                actions = np.argmax(outputs + gumbel, axis=1)
             return actions, actions
-        actions = session.run(self.mean_action if greedy else self.sampled, {self.observations: observations})
-        return scaled_actions(actions, self.low, self.high), actions
+        return scaled_actions(outputs, self.low, self.high), outputs
+
+    # what apex.Actor asks of a learner: a network in `scope` that acts as this one (its variables, name for name
+    # after the scope, those of `acting_variables`), and the actions of an actor from its outputs
+
+    def acting_network(self, observations, scope):
+        """The policy in `scope`: its sampled actions (the logits when discrete)."""
+        with tf1.variable_scope(scope):
+            policy = self._policy(observations, hidden_units(self.head))
+        return policy[0]
+
+    @property
+    def acting_variables(self):
+        return self.actor_variables
+
+    def actor_actions(self, outputs, rng, step, epsilons):
+        """A sample of the policy, or uniformly random actions while the run's replay fills (the one-process run's
+        `explore`); an Ape-X actor's `epsilons` are the value learners' exploration, not a policy's."""
+        if step < self.config.learning_starts:
+            return self.random_actions(len(outputs), rng)
+        return self.chosen_actions(outputs, rng)
+
+    actor_priorities = False  # an actor has no critic: new transitions get the largest priority seen so far
 
     # what offpolicy.LocalRun asks of a learner (offpolicy.py's docstring)
 

@@ -50,7 +50,7 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
     training = [worker for worker in workers if worker["state"] == "training"]
     status = {
         "log_dir": " + ".join(dirs), "env_id": config.get("run", {}).get("env_id"),
-        "unsup": config.get("run", {}).get("unsup"),
+        "unsup": config.get("run", {}).get("unsup"), "algo": config.get("run", {}).get("algo", "a3c"),
         "global_step": max([worker.get("global_step", 0) for worker in workers]
                            + [int(row["global_step"]) for row in episodes[-1:]], default=0),
         "max_global_steps": max((worker.get("max_global_steps", 0) for worker in workers), default=0),
@@ -91,7 +91,7 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
 
 def render(status, tensorboard_port=None):
     """The status as text, one screen."""
-    lines = [f"run {status['log_dir']}   env {status['env_id']}   curiosity {status['unsup']}"
+    lines = [f"run {status['log_dir']}   {status['algo']}   env {status['env_id']}   curiosity {status['unsup']}"
              + (f"   TensorBoard http://127.0.0.1:{tensorboard_port}" if tensorboard_port else "")]
     total = status["max_global_steps"]
     progress = f" / {total:,} ({100.0 * status['global_step'] / total:.2f}%)" if total else ""

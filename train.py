@@ -31,7 +31,7 @@ import constants
 import envs
 import logdir
 import supervise
-from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, algo_of, all_tasks, describe, digest, is_chief,
+from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, algos_of, all_tasks, describe, digest, is_chief,
                      jobs_of, local, machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -400,16 +400,11 @@ def check_overrides(args, family):
 
 
 def resolve_workers(args):
-    """--num-workers for the algorithm (0, one process, for SAC; 2 by default otherwise), or a one-line refusal of
-    a mode it does not have; whether the run is one process."""
-    if args.algo == "sac":
-        if args.num_workers not in (None, 0) or has_cluster(args):
-            raise LaunchError("--algo sac runs in one process for now (--num-workers 0, its default): its actors "
-                              "and learner on a cluster are not built yet")
-        args.num_workers = 0
-        return True
-    args.num_workers = DEFAULT_NUM_WORKERS if args.num_workers is None else args.num_workers
-    if args.algo == "dqn":
+    """--num-workers for the algorithm (0, one process, for SAC unless it has a cluster; 2 by default otherwise), or
+    a one-line refusal of a mode it does not have; whether the run is one process."""
+    if args.num_workers is None:
+        args.num_workers = 0 if args.algo == "sac" and not has_cluster(args) else DEFAULT_NUM_WORKERS
+    if args.algo in constants.REPLAY_ALGOS:
         if args.ps_hosts or args.worker_hosts:
             raise LaunchError("--ps-hosts and --worker-hosts name A3C's jobs: give an Ape-X cluster as --cluster FILE, "
                               "{\"learner\": [\"host:port\"], \"actor\": [\"host:port\", ...]}")
@@ -800,10 +795,10 @@ def main(argv=None):
         if args.algo in constants.REPLAY_ALGOS and args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
-        cluster_algo = algo_of(cluster) if cluster else args.algo
-        if cluster_algo != args.algo:
+        cluster_algos = algos_of(cluster) if cluster else (args.algo,)
+        if args.algo not in cluster_algos:
             raise LaunchError(f"the cluster's jobs ({' and '.join(jobs_of(cluster))}) are those of --algo "
-                              f"{cluster_algo}; this run is --algo {args.algo}")
+                              f"{' or '.join(cluster_algos)}; this run is --algo {args.algo}")
         network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
         run_flags = constants.run_flag_values(args)

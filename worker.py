@@ -63,8 +63,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", type=int, default=None, help="index of this process within its job")
     parser.add_argument("--ps-hosts", help="host:port of the parameter server")
     parser.add_argument("--worker-hosts", help="comma-separated host:port of every worker")
-    parser.add_argument("--learner-hosts", help="--algo dqn: host:port of the learner")
-    parser.add_argument("--actor-hosts", help="--algo dqn: comma-separated host:port of every actor")
+    parser.add_argument("--learner-hosts", help="--algo dqn or sac: host:port of the learner")
+    parser.add_argument("--actor-hosts", help="--algo dqn or sac: comma-separated host:port of every actor")
     parser.add_argument("--log-dir", default="tmp/doom")
     constants.add_run_flags(parser)
     args = parser.parse_args(argv)
@@ -128,8 +128,9 @@ def ps_device_setter(tf1, num_ps, worker_device):
 
 def run_flags(args):
     """The flags that define what a log directory's run is, as stored in config.json."""
-    hosts = getattr(args, "actor_hosts" if getattr(args, "algo", "a3c") == "dqn" else "worker_hosts", None)  # none in
-    # train.py's one-process mode
+    # the actors of a replay learner's cluster, A3C's workers; neither in train.py's one-process mode
+    replay_learner = getattr(args, "algo", "a3c") in constants.REPLAY_ALGOS
+    hosts = getattr(args, "actor_hosts" if replay_learner else "worker_hosts", None)
     return dict(constants.recorded_run_flags(args), num_workers=len(hosts.split(",")) if hosts else args.num_workers)
 
 
@@ -357,19 +358,21 @@ def run_apex(args):
 
     def make_env():
         return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                               no_life_reward=args.no_life_reward, **envs.learner_frames(True, args.design_head))
+                               no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac",
+                               **envs.learner_frames(True, args.design_head))
 
     first = make_env()
     config = effective_config(args, first)
     actor_envs = [] if is_learner else [first] + [make_env() for _ in range(config.envs_per_worker - 1)]
-    space, num_actions = first.observation_space, first.action_space.n
+    space, action_space = first.observation_space, first.action_space
     if is_learner:
         first.close()  # the learner plays no game: the first environment told it the shapes
     tf1.set_random_seed(config.seed + task)
     np.random.seed(config.seed + task)  # model.py draws some initial weights with numpy
     try:
         head = model.choose_head(space.shape, args.design_head)
-        graph = apex.ApeXGraph(space, num_actions, config, head, *apex.devices(job, task), unsup=args.unsup)
+        graph = apex.ApeXGraph(space, action_space, config, head, *apex.devices(job, task), unsup=args.unsup,
+                               algo=args.algo)
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
     train_dir = logdir.checkpoints_dir(args.log_dir)
@@ -386,7 +389,7 @@ def run_apex(args):
     supervisor = tf1.train.Supervisor(
         is_chief=is_learner, logdir=train_dir, saver=saver, summary_op=None,
         init_op=tf1.variables_initializer(graph.shared_variables),
-        init_fn=lambda session: session.run(graph.network.update_target), ready_op=ready_op,
+        init_fn=graph.network.initialise, ready_op=ready_op,
         local_init_op=tf1.variables_initializer(graph.actor_variables), global_step=graph.network.global_step,
         summary_writer=summary_writer, save_model_secs=config.checkpoint_secs, save_summaries_secs=0,
         session_manager=joining_session_manager(tf1, ready_op))
@@ -401,7 +404,7 @@ def run_apex(args):
         with supervisor.managed_session(server.target, config=session_config) as session:
             stop_flag.training = True
             if is_learner:
-                memory = apex_replay(config, space, graph.dtype, one_step=graph.curious is not None)
+                memory = apex_replay(config, space, graph, one_step=graph.curious is not None)
                 trainer = apex.Learner(graph, config, memory, summary_writer)
                 try:
                     trainer.run(session, stop_flag, heartbeat)
@@ -436,11 +439,12 @@ def run_apex(args):
     logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)
 
 
-def apex_replay(config, space, dtype, one_step):
+def apex_replay(config, space, graph, one_step):
     import replay
 
-    return replay.PrioritizedReplay(config.replay_capacity, space.shape, dtype, config.priority_alpha,
-                                    uniform=not config.prioritized, seed=config.seed, one_step=one_step)
+    return replay.PrioritizedReplay(config.replay_capacity, space.shape, graph.dtype, config.priority_alpha,
+                                    uniform=not config.prioritized, seed=config.seed, one_step=one_step,
+                                    action_shape=graph.network.action_shape, action_dtype=graph.network.action_dtype)
 
 
 def train(supervisor, saver, trainer, chief, stop_flag, target, session_config, summary_writer, episode_logger,

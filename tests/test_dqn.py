@@ -433,7 +433,8 @@ def test_an_apex_actors_rnd_copy_syncs_the_learners_target_and_statistics(graph)
     import apex
 
     config = constants.config_from_overrides([], "dqn_classic")
-    apex_graph = apex.ApeXGraph(gym.spaces.Box(-1, 1, (4,)), 2, config, "mlp", "/cpu:0", "/cpu:0", unsup="rnd")
+    apex_graph = apex.ApeXGraph(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), config, "mlp", "/cpu:0",
+                                "/cpu:0", unsup="rnd")
     learner, actor = apex_graph.curious.module, apex_graph.bonus
     with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
@@ -523,9 +524,10 @@ def test_an_impossible_network_in_one_process_is_one_line(flags, message, tmp_pa
     ("dqn", [], {"learner": ["127.0.0.1:2222", "127.0.0.1:2224"], "actor": ["127.0.0.1:2223"]},
      "the cluster has 2 learners: give one learner address"),
     ("dqn", [], {"learner": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, '(A3C) or {"learner"'),
-    ("a3c", [], APEX_CLUSTER, "(learner and actor) are those of --algo dqn; this run is --algo a3c"),
+    ("a3c", [], APEX_CLUSTER, "(learner and actor) are those of --algo dqn or sac; this run is --algo a3c"),
     ("dqn", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
-    ("sac", [], APEX_CLUSTER, "--algo sac runs in one process for now"),
+    ("sac", ["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], None, "name A3C's jobs"),
+    ("sac", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
 ])
 def test_a_cluster_that_is_not_the_algorithms_is_one_line(algo, flags, spec, message, tmp_path):
     if spec is not None:
@@ -552,7 +554,7 @@ def test_an_apex_actor_acts_on_its_copy_of_the_learners_q_after_each_sync(graph)
 
     env = envs.create_env("Corridor-v0")
     config = small_config()
-    network = apex.ApeXGraph(env.observation_space, 2, config, "mlp", "/cpu:0", "/cpu:0")
+    network = apex.ApeXGraph(env.observation_space, env.action_space, config, "mlp", "/cpu:0", "/cpu:0")
     session = tf.compat.v1.Session()
     session.run(tf.compat.v1.global_variables_initializer())
     assert config.acting_copy, "on in the DQN presets"
@@ -562,9 +564,9 @@ def test_an_apex_actor_acts_on_its_copy_of_the_learners_q_after_each_sync(graph)
     online = network.network
     session.run([variable.assign(rng.normal(0, 0.5, variable.shape)) for variable in online.online_variables])
     learners = session.run(online.q_values, {online.observations: observations})
-    assert not np.allclose(actor.q_values(session, observations), learners)
+    assert not np.allclose(actor.acting_outputs(session, observations), learners)
     actor.sync(session)
-    np.testing.assert_allclose(actor.q_values(session, observations), learners, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(actor.acting_outputs(session, observations), learners, rtol=1e-5, atol=1e-6)
     actor.close()
     actor.copy = None  # acting on the cluster's actor-side copy instead
-    np.testing.assert_allclose(actor.q_values(session, observations), learners, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(actor.acting_outputs(session, observations), learners, rtol=1e-5, atol=1e-6)

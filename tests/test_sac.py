@@ -296,3 +296,92 @@ def test_sac_with_curiosity_on_continuous_actions_adds_the_bonus(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     rows = list(csv.DictReader(open(tmp_path / "episodes_0.csv")))
     assert rows and all(float(row["bonus"]) > 0 for row in rows)
+
+
+def test_an_apex_sac_actor_acts_on_its_copy_of_the_policy_randomly_until_learning_starts(graph):
+    """--algo sac on a cluster: after a sync the actor's copy of the policy (in a session of its own) gives the
+    learner's logits; before the global step reaches learning_starts it plays uniformly random actions, then
+    samples the policy (a policy sure of action 2 plays 2); it computes no priorities, so the learner stores its
+    transitions at the largest priority seen. Continuous: actions within the bounds, kept in [-1, 1]."""
+    import apex
+
+    config = constants.config_from_overrides(["learning_starts=300", "acting_copy=true"], "sac_classic")
+    space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    network = apex.ApeXGraph(space, gym.spaces.Discrete(3), config, "mlp", "/cpu:0", "/cpu:0", algo="sac")
+    session = tf1.Session()
+    session.run(tf1.global_variables_initializer())
+    actor = apex.Actor(network, [gym.make("CartPole-v1")], config, 0, 2)
+    rng = np.random.default_rng(0)
+    observations = rng.normal(size=(6, 4)).astype(np.float32)
+    learner = network.network
+    logits_bias = next(variable for variable in learner.actor_variables if "logits/b" in variable.name)
+    session.run(logits_bias.assign([0.0, 0.0, 50.0]))
+    logits = session.run(learner.logits, {learner.observations: observations})
+    assert not np.allclose(actor.acting_outputs(session, observations), logits)
+    actor.sync(session)
+    outputs = actor.acting_outputs(session, observations)
+    np.testing.assert_allclose(outputs, logits, rtol=1e-5, atol=1e-5)
+    early = np.concatenate([learner.actor_actions(outputs, rng, 299, actor.epsilons)[0] for _ in range(50)])
+    assert set(early) == {0, 1, 2}, "uniformly random before learning_starts"
+    assert set(learner.actor_actions(outputs, rng, 300, actor.epsilons)[0]) == {2}, "then the policy's"
+    assert not learner.actor_priorities and actor.status() == {"exploration": "policy"}
+    actor.close()
+
+    import offpolicy
+    import replay
+
+    acting = offpolicy.Acting(actor.envs, config, np.float32, seed=0)
+    actor.pending = [acting.step([action])[0] for action in (0, 1, 0)]  # one-step transitions
+    actor.unsent_steps = 3
+    actor.send(session)
+    memory = replay.PrioritizedReplay(100, (4,), np.float32, alpha=0.5)
+    memory.max_priority = 4.0  # the largest seen so far: each new transition's, as Schaul et al. insert them
+    receiver = apex.Learner(network, config, memory, writer=None)
+    assert receiver.receive(session) == 3 and receiver.last_global_step == 3
+    receiver.close()
+    np.testing.assert_allclose(memory.tree.get(np.arange(3)), [2.0, 2.0, 2.0])
+
+    with tf.Graph().as_default():
+        continuous = apex.ApeXGraph(space, gym.spaces.Box(-2.0, 2.0, (2,), np.float32), config, "mlp", "/cpu:0",
+                                    "/cpu:0", algo="sac")
+    played, stored = continuous.network.actor_actions(rng.uniform(-1, 1, (5, 2)).astype(np.float32), rng, 300, None)
+    assert played.shape == stored.shape == (5, 2) and np.all(np.abs(played) <= 2.0) and np.all(np.abs(stored) <= 1.0)
+    np.testing.assert_allclose(played, 2.0 * stored, rtol=1e-5, atol=1e-6)
+
+
+def test_sac_on_a_cluster_fills_the_learners_replay_trains_at_the_replay_ratio_and_its_checkpoint_plays(tmp_path):
+    """`--algo sac --num-workers 2`: a learner and 2 actors (worker.py processes) on Pendulum with the ICM; the
+    actors' transitions (vector actions) reach the learner's replay through TensorFlow's queue, the learner makes
+    the updates the replay ratio owes (one per step after the warm-up: sac_classic's ratio 256, batch 256), the
+    actors add the bonus, and demo.py plays the learner's checkpoint."""
+    import csv
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from test_distributed import free_exp_id
+
+    log_dir = tmp_path / "run"
+    result = train_py("--algo", "sac", "--num-workers", "2", "--env-id", "Pendulum-v1", "--unsup", "action",
+                      "--mode", "child", "--no-tensorboard", "--log-dir", str(log_dir), "--expId",
+                      str(free_exp_id(2, 480)), "--set", "max_global_steps=1200", "--set", "learning_starts=400")
+    assert result.returncode == 0 and "every learner finished" in result.stdout, result.stdout + result.stderr
+    learner = json.load(open(log_dir / "status_learner.json"))
+    assert learner["global_step"] >= 1200 and learner["replay_size"] == learner["inserted"] >= 1150, learner
+    assert learner["updates"] == learner["inserted"] - 400 + 1, learner
+    for actor in (0, 1):
+        rows = list(csv.DictReader(open(log_dir / f"episodes_{actor}.csv")))
+        assert len(rows) >= 2 and all(float(row["bonus"]) > 0 for row in rows), rows
+        assert json.load(open(log_dir / f"status_{actor}.json"))["exploration"] == "policy"
+    assert json.load(open(log_dir / "config.json"))["run"]["algo"] == "sac"
+    import status
+
+    text = status.render(status.collect(str(log_dir)))
+    assert text.startswith(f"run {log_dir}   sac   env Pendulum-v1   curiosity action\n"), text
+    assert [line.split()[0] for line in text.splitlines() if line.startswith(("learner ", "a-"))] == [
+        "learner", "a-0", "a-1"], text
+    demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
+                           "1", "--max-steps", "20", "--out", str(tmp_path / "demo")],
+                          capture_output=True, text=True, timeout=120)
+    assert demo.returncode == 0 and "checkpoint at global step" in demo.stdout, demo.stdout + demo.stderr
