@@ -412,7 +412,7 @@ def resolve_workers(args):
             return True
         if args.prefill_random:
             raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
-                              "explore from their first step")
+                              "explore from their first step (SAC's with random actions until learning_starts)")
     elif args.num_workers == 0:
         raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
                           "or more workers")

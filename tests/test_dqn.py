@@ -528,6 +528,7 @@ def test_an_impossible_network_in_one_process_is_one_line(flags, message, tmp_pa
     ("dqn", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
     ("sac", ["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], None, "name A3C's jobs"),
     ("sac", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
+    ("sac", ["--num-workers", "2", "--prefill-random", "3"], None, "--prefill-random is the one-process run's"),
 ])
 def test_a_cluster_that_is_not_the_algorithms_is_one_line(algo, flags, spec, message, tmp_path):
     if spec is not None:
