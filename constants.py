@@ -378,6 +378,7 @@ class RunFlag:
 
 ALGOS = ("a3c", "dqn", "sac")  # --algo: the learner
 REPLAY_ALGOS = ("dqn", "sac")  # the learners of offpolicy.py, with a replay and a one-process mode
+CONTINUOUS_ACTION_ALGOS = ("sac",)  # the learners that also take a bounded Box of actions
 
 RUN_FLAGS = (
     RunFlag("algo", ("--algo",), "the learner: a3c (the paper's), dqn (Double DQN, n-step, prioritized replay) or "

@@ -400,7 +400,7 @@ def make_env(args, run, record):
     env_id = args.env_id or run["env_id"]
     frames = envs.learner_frames(run.get("algo") in constants.REPLAY_ALGOS, run.get("design_head"))
     env = envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
-                          continuous_actions=run.get("algo") == "sac", **frames)
+                          continuous_actions=run.get("algo") in constants.CONTINUOUS_ACTION_ALGOS, **frames)
     if args.random_start == "auto":
         args.random_start = envs.evaluation_random_start(env.observation_space)
     return env

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 import cluster as roles
+import constants
 import curiosity
 import envs
 import logdir
@@ -538,6 +539,14 @@ def session_config(threads):
     return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
 
 
+def learner_env(args):
+    """The environment of a replay learner's run (worker.py's flags), in the one-process mode and on an Ape-X actor."""
+    return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
+                           no_life_reward=args.no_life_reward,
+                           continuous_actions=args.algo in constants.CONTINUOUS_ACTION_ALGOS,
+                           **envs.learner_frames(True, args.design_head))
+
+
 def run_local(args):
     """`train.py --algo dqn|sac --num-workers 0`: the whole run in this process, in the foreground; exit status."""
     import worker
@@ -545,9 +554,7 @@ def run_local(args):
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.algo} %(levelname)s %(message)s")
 
     def make_env():
-        return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                               no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac",
-                               **envs.learner_frames(True, args.design_head))
+        return learner_env(args)
 
     logdir.import_tf()  # graph mode, TensorFlow's settings as the workers have them
     probe = make_env()

@@ -117,26 +117,21 @@ class SAC:
         policy = self._policy(self.observations, units)
         next_policy = self._policy(self.next_observations, units, reuse=True)
         if self.discrete:
-            self.logits, *policy = policy
-            next_policy = next_policy[1:]
-        else:
-            self.sampled, self.mean_action = policy[0], policy[2]
-        if self.discrete:
+            self.logits, probabilities, log_probs = policy
             q_all = self._critics(self.observations, None, "critic", units)  # 2 x [B, A]
             q_taken = [tf.gather(q, self.actions, axis=1, batch_dims=1) for q in q_all]  # 2 x [B]
             q_policy = tf.minimum(*q_all)  # [B, A]
-            probabilities, log_probs = policy
             next_value = discrete_soft_value(*self._critics(self.next_observations, None, "target", units),
-                                             *next_policy, alpha)
+                                             *next_policy[1:], alpha)
             actor_loss = tf.reduce_mean(tf.reduce_sum(
                 probabilities * (tf.stop_gradient(alpha) * log_probs - tf.stop_gradient(q_policy)), axis=1))
             alpha_loss = temperature_loss(self.log_alpha, log_probs, self.target_entropy, probabilities)
             self.entropy = -tf.reduce_mean(tf.reduce_sum(probabilities * log_probs, axis=1))
         else:
-            sampled, log_prob, _ = policy
+            self.sampled, log_prob, self.mean_action = policy
             next_sampled, next_log_prob, _ = next_policy
             q_taken = self._critics(self.observations, self.actions, "critic", units)  # 2 x [B]
-            q_policy = tf.minimum(*self._critics(self.observations, sampled, "critic", units, reuse=True))
+            q_policy = tf.minimum(*self._critics(self.observations, self.sampled, "critic", units, reuse=True))
             next_value = soft_value(*self._critics(self.next_observations, next_sampled, "target", units),
                                     next_log_prob, alpha)
             actor_loss = tf.reduce_mean(tf.stop_gradient(alpha) * log_prob - q_policy)
@@ -169,7 +164,7 @@ class SAC:
                                        name=name).minimize(loss, var_list=var_list)
 
     def _policy(self, observations, units, reuse=False):
-        """Discrete: (probabilities, log-probabilities) [B, A]. Continuous: (a sample in [-1, 1] [B, D], its log
+        """Discrete: (logits, probabilities, log-probabilities) [B, A]. Continuous: (a sample in [-1, 1] [B, D], its log
         pi [B], the mean action tanh(mu) [B, D]); the sample is reparameterised, so gradients reach mu and sigma."""
         with tf1.variable_scope("actor", reuse=reuse):
             x = trunk(observations, self.head, units)

@@ -347,6 +347,7 @@ def run_apex(args):
     initialises or restores the variables and checkpoints them; an actor waits for it."""
     import apex
     import model
+    import offpolicy
     from acting import EpisodeLogger
     from sessions import Heartbeat
 
@@ -357,9 +358,7 @@ def run_apex(args):
     stop_flag = StopFlag()
 
     def make_env():
-        return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                               no_life_reward=args.no_life_reward, continuous_actions=args.algo == "sac",
-                               **envs.learner_frames(True, args.design_head))
+        return offpolicy.learner_env(args)
 
     first = make_env()
     config = effective_config(args, first)
