@@ -67,6 +67,8 @@ def parse_args(argv=None):
     add("--record-signal", action="store_true", help="save the 42x42 inputs the network saw, as video and npz")
     add("--video-format", choices=("mp4", "gif"), default="mp4")
     add("--fps", type=float, default=None, help="video frame rate (default: the game's real time)")
+    add("--video-quality", type=float, default=8, help="MP4 quality, 0 (smallest) to 10 (imageio's scale); 5 is "
+        "about a third of 8's size and still shows the game's textures")
     add("--random-start", type=random_start_value, default=0, metavar="N", help="begin each episode with 0 to N "
         "uniformly random actions (the policy still sees their frames), so that a greedy policy in a deterministic "
         f"game does not replay one episode; 'auto' (evaluations): {constants.EVAL_RANDOM_START} on images, 0 on "
@@ -88,6 +90,8 @@ def parse_args(argv=None):
         parser.error(f"--random-start must be at least 0, got {args.random_start}")
     if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
         parser.error(f"--epsilon must lie in [0, 1], got {args.epsilon}")
+    if not 0 <= args.video_quality <= 10:
+        parser.error(f"--video-quality must lie in [0, 10], got {args.video_quality}")
     if args.fps is not None and args.fps <= 0:
         parser.error(f"--fps must be positive, got {args.fps}")
     if args.watch and args.random:
@@ -328,15 +332,16 @@ def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed
     return episode, frames, inputs
 
 
-def write_video(path, frames, fps):
-    """MP4 (H.264 through imageio-ffmpeg's bundled ffmpeg) or GIF, chosen by the file's extension."""
+def write_video(path, frames, fps, quality=8):
+    """MP4 (H.264 through imageio-ffmpeg's bundled ffmpeg, `quality` on imageio's 0-10 scale) or GIF, chosen by
+    the file's extension."""
     import imageio.v2 as imageio
 
     frames = [np.ascontiguousarray(frame, dtype=np.uint8) for frame in frames]
     if path.endswith(".gif"):
         imageio.mimsave(path, frames, duration=1000.0 / fps, loop=0)
     else:
-        with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=2, quality=8) as writer:
+        with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=2, quality=quality) as writer:
             for frame in frames:
                 writer.append_data(frame)
 
@@ -423,11 +428,12 @@ def play_and_record(args, env, agent, rng, out, fps, index, check_interrupt):
                                            check_interrupt=check_interrupt)
     if args.record:
         episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
-        write_video(episode["video"], frames, fps)
+        write_video(episode["video"], frames, fps, args.video_quality)
     if args.record_signal:
         episode["signal"] = os.path.join(out, f"episode_{index}_signal.npz")
         np.savez_compressed(episode["signal"], observations=np.asarray(inputs, np.float16))
-        write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"), signal_frames(inputs), fps)
+        write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"), signal_frames(inputs), fps,
+                    args.video_quality)
     return episode
 
 

@@ -22,6 +22,8 @@ Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
   <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
+  <task>/video_<method>.mp4  one greedy episode of the method's best seed (by its greedy evaluation), begun with
+                        random actions as the evaluations are, and its .json: the run, its step, what it did
   results.md            per task: the verdict against the paper by the criterion of PAPER (not given over seeds of
                         different set-ups: workers x environments per worker); per method over its seeds, its
                         set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
@@ -44,9 +46,11 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -104,6 +108,11 @@ FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, 
 FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"),
                ("distance reached", "distance_vs_steps.png"))
 RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, every episode in it, in the report
+# <report>/<task>/video_<method>.mp4: a greedy episode of the method's best seed, and beside it .json: which run, at
+# which step, what the episode did (one video per task and method, not per seed: the report is committed)
+VIDEO = "video_{}"
+VIDEO_QUALITY = "5"  # demo.py --video-quality: a third of the default's size (a Doom minute 0.5 MB against 2.3)
+GREEDY_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # a greedy evaluation's summary key
 
 
 def parse_steps(text):
@@ -663,16 +672,58 @@ def play_random(out, report_dir, task, episodes):
     logdir.write_json_atomically(kept, summary)
 
 
-def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0):
+def record_videos(report_dir, evaluated):
+    """A video per task and method from the game's frames, of the seed whose final checkpoint evaluated best
+    (`evaluated`: {run name: (log dir, its greedy evaluation or None)}): one greedy episode begun with random
+    actions, as the evaluations are. Made again when that seed or its step changes; a task and method with no
+    evaluated run here (their folders on another machine) keep the video they have."""
+    best = {}
+    for name, (log_dir, evaluation) in evaluated.items():
+        task, method, seed = parse_run_name(name)
+        if evaluation is None:
+            continue
+        score = (evaluation.get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
+        if (task, method) not in best or score > best[task, method][0]:
+            best[task, method] = score, name, log_dir
+    for (task, method), (_, name, log_dir) in sorted(best.items()):
+        stem = os.path.join(report_dir, task, VIDEO.format(method))
+        step, kept = reached_step(log_dir), logdir.read_json(stem + ".json") or {}
+        if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
+            continue
+        print(f"{name}: a video of one greedy episode", flush=True)
+        argv = ["demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "1", "--random-start",
+                str(constants.EVAL_RANDOM_START), "--record", "--video-quality", VIDEO_QUALITY]
+        with tempfile.TemporaryDirectory() as scratch:
+            result = subprocess.run([sys.executable, os.path.join(ROOT, argv[0]), *argv[1:], "--out", scratch],
+                                    capture_output=True, text=True, cwd=ROOT)
+            summary = logdir.read_json(os.path.join(scratch, "summary.json"))
+            if result.returncode != 0 or not summary:
+                print(f"the video of {name} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
+                      file=sys.stderr)
+                continue
+            os.makedirs(os.path.dirname(stem), exist_ok=True)
+            shutil.move(summary["episode_details"][0]["video"], stem + ".mp4")
+        episode = {key: summary["episode_details"][0].get(key)
+                   for key in ("length", "random_steps", "success", "distance", "reward")}
+        logdir.write_json_atomically(stem + ".json", {
+            "run": name, "seed": parse_run_name(name)[2], "global_step": step, "checkpoint": summary.get("checkpoint"),
+            "episode": episode, "command": " ".join(argv[:2] + [f"<out>/runs/{name}"] + argv[3:])})
+
+
+def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False):
     """Figures, tables and JSON of every run in <out>/runs and every run the report dir already holds (from
-    other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results."""
+    other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results. With
+    `videos`, a video per task and method (record_videos)."""
     eval_dir = eval_dir or os.path.join(out, "eval")
+    evaluated = {}
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
         if reached_step(log_dir) == 0:  # stopped before its first step (a sitting stopped as it began): no seed
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
-        archive_run(log_dir, os.path.join(report_dir, "runs", name),
-                    evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name)))
+        evaluated[name] = log_dir, evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
+        archive_run(log_dir, os.path.join(report_dir, "runs", name), evaluated[name][1])
+    if videos:
+        record_videos(report_dir, evaluated)
     found = archived_runs(report_dir)
     if not found and not unarchived_rows(report_dir, found):
         raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
@@ -734,7 +785,36 @@ def summarise(report_dir, milestones):
     results["verdicts"] = {task: (distance_verdict if task in PAPER_DISTANCE else verdict)(task, methods)
                            for task, methods in results["tasks"].items() if task in PAPER or task in PAPER_DISTANCE}
     results["random"] = {task: random_baseline(report_dir, task) for task in results["tasks"]}
+    results["videos"] = {task: kept_videos(report_dir, task) for task in results["tasks"]}
     return results
+
+
+def kept_videos(report_dir, task):
+    """{method: what record_videos wrote beside its video, and the video's file} of the task's videos."""
+    videos = {}
+    for method in METHODS:
+        stem = os.path.join(task, VIDEO.format(method))
+        kept = logdir.read_json(os.path.join(report_dir, stem + ".json"))
+        if kept and os.path.exists(os.path.join(report_dir, stem + ".mp4")):
+            videos[method] = {**kept, "file": stem + ".mp4"}
+    return videos
+
+
+def video_lines(results, task):
+    """results.md's line naming the task's videos, and what the episode in each did; none without videos."""
+    described = []
+    for method, video in results.get("videos", {}).get(task, {}).items():
+        episode = video["episode"]
+        if episode.get("success") is not None:
+            outcome = "reached the vest" if episode["success"] else "did not reach the vest"
+        else:
+            outcome = f"went {distance(episode.get('distance'))}"
+        described.append(f"[{METHOD_LABELS[method]}]({video['file']}) (seed {video['seed']} at "
+                         f"{short(video['global_step'])}: after {episode.get('random_steps') or 0} random actions "
+                         f"it {outcome} in {episode['length']} steps)")
+    if not described:
+        return []
+    return [f"A greedy episode of each method's best seed by its greedy evaluation: {'; '.join(described)}.", ""]
 
 
 def task_milestones(task, milestones):
@@ -860,6 +940,7 @@ def markdown(results):
         if baseline:
             lines += [f"A random agent: {rate(baseline['success_rate'])} over {baseline['episodes']} episodes "
                       f"(`{baseline['file']}`).", ""]
+        lines += video_lines(results, task)
         lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
                   + f" | first {SOLVED:.0%} | solved for good | reached the vest | greedy |",
                   "|---" * (len(milestones) + 7) + "|"]
@@ -919,6 +1000,7 @@ def distance_markdown(task, methods, results):
     if baseline and baseline.get("mean_distance") is not None:
         lines += [f"A random agent: {distance(baseline['mean_distance'])} over {episodes(baseline['episodes'])} "
                   f"(`{baseline['file']}`).", ""]
+    lines += video_lines(results, task)
     lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones) + " | farthest | greedy |",
               "|---" * (len(milestones) + 5) + "|"]
     for method, summary in methods.items():
@@ -956,6 +1038,7 @@ def parse_args(argv=None):
     parser.add_argument("--eval-episodes", type=int, default=20, help="greedy episodes per final checkpoint (0: none)")
     parser.add_argument("--random-episodes", type=int, default=100,
                         help="episodes of a random agent per task, played once and kept in the report (0: none)")
+    parser.add_argument("--no-video", action="store_true", help="no video of each method's best seed")
     parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
     parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
@@ -982,7 +1065,8 @@ def main(argv=None):
             os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
             failed = run_all(args)
         report_dir = report_dir_of(args)
-        report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes)
+        report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes,
+               videos=not args.no_video)
     except plots.PlotError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2

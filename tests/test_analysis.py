@@ -329,6 +329,7 @@ def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):
     ("status.py", ["--log-dir", "{tmp}/nowhere"], "does not exist: is it a run's --log-dir?"),
     ("status.py", ["--log-dir", "{tmp}", "--interval", "0"], "--interval and --stale-seconds must be positive"),
     ("demo.py", ["--log-dir", "{tmp}", "--episodes", "0"], "--episodes must be at least 1, got 0"),
+    ("demo.py", ["--log-dir", "{tmp}", "--video-quality", "11"], "--video-quality must lie in [0, 10], got 11.0"),
     ("demo.py", ["--log-dir", "{tmp}", "--random", "--env-id", "Nope-v0"], "unknown environment id 'Nope-v0'"),
     ("demo.py", ["--log-dir", "{tmp}/cut"], "config.json is unreadable"),
     ("demo.py", ["--log-dir", "{tmp}"], "has no config.json: is it a run's log directory?"),

@@ -261,6 +261,50 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert "| ICM | 0 | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
+def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monkeypatch):
+    out, report_dir = tmp_path / "study", tmp_path / "report"
+    greedy = {"doomSparse-icm-s0": 0.5, "doomSparse-icm-s1": 0.9, "doomSparse-a3c-s0": 0.0}
+    for name in greedy:
+        write_episodes(out / "runs" / name, [1] * 100)
+        (out / "runs" / name / "train").mkdir()
+        (out / "runs" / name / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
+    recorded = []
+
+    def demo_py(argv, **kwargs):
+        run, folder = os.path.basename(argv[argv.index("--log-dir") + 1]), argv[argv.index("--out") + 1]
+        summary = {"episodes": 20, "success_rate": greedy[run], "distinct_episodes": 20, "random_start": 30}
+        if "--record" in argv:
+            recorded.append((run, argv))
+            video = os.path.join(folder, "episode_1.mp4")
+            with open(video, "w") as handle:
+                handle.write(f"frames of {run}")
+            summary = {"checkpoint": "model.ckpt-1000000", "episode_details": [
+                {"length": 143, "random_steps": 12, "success": True, "reward": 1.0, "video": video}]}
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "summary.json"), "w") as handle:
+            json.dump(summary, handle)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(reproduce, "subprocess", type("Subprocess", (), {"run": staticmethod(demo_py)}))
+    results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
+    assert sorted(run for run, _ in recorded) == ["doomSparse-a3c-s0", "doomSparse-icm-s1"], "the best seed only"
+    argv = dict(recorded)["doomSparse-icm-s1"]
+    assert "--greedy" in argv and argv[argv.index("--random-start") + 1] == "30"
+    assert argv[argv.index("--episodes") + 1] == "1"
+    assert (report_dir / "doomSparse" / "video_icm.mp4").read_text() == "frames of doomSparse-icm-s1"
+    assert results["videos"]["doomSparse"]["icm"]["seed"] == 1
+    assert ("[ICM](doomSparse/video_icm.mp4) (seed 1 at 1M: after 12 random actions it reached the vest in 143 steps)"
+            in (report_dir / "results.md").read_text())
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
+    assert len(recorded) == 2, "a video of this seed at this step is kept, not made again"
+
+    write_episodes(out / "runs" / "doomSparse-icm-s1", [1] * 150)  # the run went on in another sitting
+    (out / "runs" / "doomSparse-icm-s1" / "train" / "checkpoint").touch()
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
+    assert [run for run, _ in recorded[2:]] == ["doomSparse-icm-s1"]
+    assert json.loads((report_dir / "doomSparse" / "video_icm.json").read_text())["global_step"] == 1_500_000
+
+
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
     import numpy as np
 
