@@ -205,10 +205,9 @@ class Actor:
             self.copy.close()
 
     def status(self):
-        """The status view's figures of an actor: its exploration (DQN's epsilons; SAC's actors sample the policy)."""
-        if not self.graph.network.actor_priorities:
-            return {"exploration": "policy"}
-        return {"epsilons": [round(float(epsilon), 6) for epsilon in self.epsilons]}
+        """The status view's figures of an actor: its exploration, as its learner describes it (DQN: the
+        epsilons; SAC: random actions or its policy)."""
+        return self.graph.network.actor_status(self.last_global_step, self.epsilons)
 
 
 class Learner:

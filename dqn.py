@@ -142,6 +142,10 @@ class DQN:
 
     actor_priorities = True  # an actor computes its transitions' first priorities from its Q (apex.py)
 
+    def actor_status(self, step, epsilons):
+        """An actor's exploration in the status view: its environments' epsilons."""
+        return {"epsilons": [round(float(epsilon), 6) for epsilon in epsilons]}
+
 
 def annealed_rate(config, step):
     """learning_rate x (1 - step / max_global_steps), not below 0: a tensor of the global step."""

@@ -232,6 +232,10 @@ class SAC:
 
     actor_priorities = False  # an actor has no critic: new transitions get the largest priority seen so far
 
+    def actor_status(self, step, epsilons):
+        """An actor's exploration in the status view: random actions while the replay fills, then the policy's."""
+        return {"exploration": "random" if step < self.config.learning_starts else "policy"}
+
     # what offpolicy.LocalRun asks of a learner (offpolicy.py's docstring)
 
     def initialise(self, session):

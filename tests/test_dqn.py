@@ -560,6 +560,7 @@ def test_an_apex_actor_acts_on_its_copy_of_the_learners_q_after_each_sync(graph)
     session.run(tf.compat.v1.global_variables_initializer())
     assert config.acting_copy, "on in the DQN presets"
     actor = apex.Actor(network, [env], config, 0, 2)
+    assert actor.status() == {"epsilons": [pytest.approx(actor.epsilons[0])]}, "the status view's exploration"
     rng = np.random.default_rng(0)
     observations = rng.random((5, *env.observation_space.shape), dtype=np.float32)
     online = network.network

@@ -324,7 +324,11 @@ def test_an_apex_sac_actor_acts_on_its_copy_of_the_policy_randomly_until_learnin
     early = np.concatenate([learner.actor_actions(outputs, rng, 299, actor.epsilons)[0] for _ in range(50)])
     assert set(early) == {0, 1, 2}, "uniformly random before learning_starts"
     assert set(learner.actor_actions(outputs, rng, 300, actor.epsilons)[0]) == {2}, "then the policy's"
-    assert not learner.actor_priorities and actor.status() == {"exploration": "policy"}
+    assert not learner.actor_priorities
+    actor.last_global_step = 299
+    assert actor.status() == {"exploration": "random"}, "the status view says what the actor does"
+    actor.last_global_step = 300
+    assert actor.status() == {"exploration": "policy"}
     actor.close()
 
     import offpolicy
