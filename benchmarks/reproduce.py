@@ -642,15 +642,19 @@ def evaluate(log_dir, episodes, out):
         return cached
     if cached:  # of an older checkpoint or another way of evaluating: not to be read back if this one fails
         os.remove(summary_path)
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", log_dir, "--greedy",
-                             "--episodes", str(episodes), "--random-start", str(constants.EVAL_RANDOM_START),
-                             "--out", out], capture_output=True, text=True, cwd=ROOT)
-    if result.returncode != 0 or not os.path.exists(summary_path):
-        print(f"evaluation of {log_dir} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
-              file=sys.stderr)
+    return run_demo(["--log-dir", log_dir, "--greedy", "--episodes", str(episodes), "--random-start",
+                     str(constants.EVAL_RANDOM_START)], out, f"evaluation of {log_dir}")
+
+
+def run_demo(flags, out, what):
+    """demo.py with `flags`, writing into `out`: its summary, or None after a line saying that `what` failed."""
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), *flags, "--out", out],
+                            capture_output=True, text=True, cwd=ROOT)
+    summary = logdir.read_json(os.path.join(out, "summary.json"))
+    if result.returncode != 0 or not summary:
+        print(f"{what} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}", file=sys.stderr)
         return None
-    with open(summary_path) as handle:
-        return json.load(handle)
+    return summary
 
 
 def play_random(out, report_dir, task, episodes):
@@ -660,13 +664,9 @@ def play_random(out, report_dir, task, episodes):
         return
     scratch = os.path.join(out, "random", task)
     print(f"{task}: a random agent, {episodes} episodes (the baseline)", flush=True)
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", scratch, "--random",
-                             "--env-id", task, "--episodes", str(episodes), "--out", scratch],
-                            capture_output=True, text=True, cwd=ROOT)
-    summary = logdir.read_json(os.path.join(scratch, "summary.json"))
-    if result.returncode != 0 or not summary:
-        print(f"the random agent on {task} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
-              file=sys.stderr)
+    summary = run_demo(["--log-dir", scratch, "--random", "--env-id", task, "--episodes", str(episodes)], scratch,
+                       f"the random agent on {task}")
+    if not summary:
         return
     os.makedirs(os.path.dirname(kept), exist_ok=True)
     logdir.write_json_atomically(kept, summary)
@@ -691,15 +691,11 @@ def record_videos(report_dir, evaluated):
         if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
             continue
         print(f"{name}: a video of one greedy episode", flush=True)
-        argv = ["demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "1", "--random-start",
-                str(constants.EVAL_RANDOM_START), "--record", "--video-quality", VIDEO_QUALITY]
+        flags = ["--log-dir", log_dir, "--greedy", "--episodes", "1", "--random-start",
+                 str(constants.EVAL_RANDOM_START), "--record", "--video-quality", VIDEO_QUALITY]
         with tempfile.TemporaryDirectory() as scratch:
-            result = subprocess.run([sys.executable, os.path.join(ROOT, argv[0]), *argv[1:], "--out", scratch],
-                                    capture_output=True, text=True, cwd=ROOT)
-            summary = logdir.read_json(os.path.join(scratch, "summary.json"))
-            if result.returncode != 0 or not summary:
-                print(f"the video of {name} failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}",
-                      file=sys.stderr)
+            summary = run_demo(flags, scratch, f"the video of {name}")
+            if not summary:
                 continue
             os.makedirs(os.path.dirname(stem), exist_ok=True)
             shutil.move(summary["episode_details"][0]["video"], stem + ".mp4")
@@ -707,7 +703,7 @@ def record_videos(report_dir, evaluated):
                    for key in ("length", "random_steps", "success", "distance", "reward")}
         logdir.write_json_atomically(stem + ".json", {
             "run": name, "seed": parse_run_name(name)[2], "global_step": step, "checkpoint": summary.get("checkpoint"),
-            "episode": episode, "command": " ".join(argv[:2] + [f"<out>/runs/{name}"] + argv[3:])})
+            "episode": episode, "command": " ".join(["demo.py", flags[0], f"<out>/runs/{name}", *flags[2:]])})
 
 
 def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False):
