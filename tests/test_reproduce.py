@@ -263,23 +263,30 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
 
 def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monkeypatch):
     out, report_dir = tmp_path / "study", tmp_path / "report"
-    greedy = {"doomSparse-icm-s0": 0.5, "doomSparse-icm-s1": 0.9, "doomSparse-a3c-s0": 0.0}
+    greedy = {"doomSparse-icm-s0": 0.5, "doomSparse-icm-s1": 0.9, "doomSparse-a3c-s0": 0.0, "mario-icm-s0": 700.0,
+              "mario-icm-s1": 900.0}
     for name in greedy:
-        write_episodes(out / "runs" / name, [1] * 100)
+        if name.startswith("mario"):  # measured by distance: its evaluation gives a mean distance, its episode one
+            write_distances(out / "runs" / name, [300] * 100)
+        else:
+            write_episodes(out / "runs" / name, [1] * 100)
         (out / "runs" / name / "train").mkdir()
         (out / "runs" / name / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
     recorded = []
 
     def demo_py(argv, **kwargs):
         run, folder = os.path.basename(argv[argv.index("--log-dir") + 1]), argv[argv.index("--out") + 1]
-        summary = {"episodes": 20, "success_rate": greedy[run], "distinct_episodes": 20, "random_start": 30}
+        mario = run.startswith("mario")
+        summary = {"episodes": 20, "mean_distance" if mario else "success_rate": greedy[run], "distinct_episodes": 20,
+                   "random_start": 30}
         if "--record" in argv:
             recorded.append((run, argv))
             video = os.path.join(folder, "episode_1.mp4")
             with open(video, "w") as handle:
                 handle.write(f"frames of {run}")
+            outcome = {"distance": 1234.0} if mario else {"success": True}
             summary = {"checkpoint": "model.ckpt-1000000", "episode_details": [
-                {"length": 143, "random_steps": 12, "success": True, "reward": 1.0, "video": video}]}
+                {"length": 143, "random_steps": 12, "reward": 1.0, "video": video, **outcome}]}
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "summary.json"), "w") as handle:
             json.dump(summary, handle)
@@ -287,7 +294,8 @@ def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monke
 
     monkeypatch.setattr(reproduce, "subprocess", type("Subprocess", (), {"run": staticmethod(demo_py)}))
     results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
-    assert sorted(run for run, _ in recorded) == ["doomSparse-a3c-s0", "doomSparse-icm-s1"], "the best seed only"
+    assert sorted(run for run, _ in recorded) == ["doomSparse-a3c-s0", "doomSparse-icm-s1", "mario-icm-s1"], (
+        "each method's best seed only")
     argv = dict(recorded)["doomSparse-icm-s1"]
     assert "--greedy" in argv and argv[argv.index("--random-start") + 1] == "30"
     assert argv[argv.index("--episodes") + 1] == "1"
@@ -295,13 +303,15 @@ def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monke
     assert results["videos"]["doomSparse"]["icm"]["seed"] == 1
     assert ("[ICM](doomSparse/video_icm.mp4) (seed 1 at 1M: after 12 random actions it reached the vest in 143 steps)"
             in (report_dir / "results.md").read_text())
+    assert ("[ICM](mario/video_icm.mp4) (seed 1 at 1M: after 12 random actions it went 1,234 in 143 steps)"
+            in (report_dir / "results.md").read_text())
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
-    assert len(recorded) == 2, "a video of this seed at this step is kept, not made again"
+    assert len(recorded) == 3, "a video of this seed at this step is kept, not made again"
 
     write_episodes(out / "runs" / "doomSparse-icm-s1", [1] * 150)  # the run went on in another sitting
     (out / "runs" / "doomSparse-icm-s1" / "train" / "checkpoint").touch()
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
-    assert [run for run, _ in recorded[2:]] == ["doomSparse-icm-s1"]
+    assert [run for run, _ in recorded[3:]] == ["doomSparse-icm-s1"]
     assert json.loads((report_dir / "doomSparse" / "video_icm.json").read_text())["global_step"] == 1_500_000
 
 
