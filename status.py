@@ -31,6 +31,16 @@ def worker_name(heartbeat):
     return heartbeat.get("name") or cluster.task_name(cluster.WORKER.job, heartbeat["task"])
 
 
+def exploration(heartbeat):
+    """How an Ape-X actor explores, in brief (its learner's `actor_status`: DQN's epsilons, SAC's "random" or
+    "policy"); None for any other task."""
+    epsilons = heartbeat.get("epsilons")
+    if epsilons:
+        low, high = min(epsilons), max(epsilons)
+        return f"epsilon {high:.3g}" if low == high else f"epsilon {low:.3g}-{high:.3g}"
+    return heartbeat.get("exploration")
+
+
 def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
     """Everything the view shows, as a dict (pure apart from reading the run's directories: one, or one per
     machine of a run across machines)."""
@@ -115,6 +125,8 @@ def render(status, tensorboard_port=None):
         note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
         if worker.get("skipped_updates"):
             note += f"   ({worker['skipped_updates']:,} NaN/inf updates skipped)"
+        if exploration(worker):
+            note += f"   explores: {exploration(worker)}"
         lines.append(f"{worker_name(worker):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"
                      f"{worker.get('steps_per_sec', 0.0):>9,.0f}{worker.get('episodes', 0):>10,}"
                      f"{worker.get('restarts', 0):>10}{worker['age']:>12.0f} s ago{note}")

@@ -272,6 +272,10 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
                      r"learner [\d,]+ updates/s\n", text), text
     assert [line.split()[0] for line in text.splitlines() if line.startswith(("learner ", "a-"))] == [
         "learner", "a-0", "a-1"], text
+    epsilons = [json.load(open(log_dir / f"status_{actor}.json"))["epsilons"] for actor in (0, 1)]
+    assert max(epsilons[0]) == pytest.approx(0.4) and max(epsilons[1]) < 0.4, "Ape-X's: each actor its own"
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("a-")}
+    assert rows["a-0"].endswith("0.4") and "explores: epsilon " in rows["a-1"] and not rows["a-1"].endswith("0.4")
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     updates = tf.train.load_variable(latest, "updates")
     assert int(latest.rsplit("-", 1)[1]) >= 3000 and updates == learner["updates"] > 100

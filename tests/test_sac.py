@@ -388,6 +388,7 @@ def test_sac_on_a_cluster_fills_the_learners_replay_trains_at_the_replay_ratio_a
     assert text.startswith(f"run {log_dir}   sac   env Pendulum-v1   curiosity action\n"), text
     assert [line.split()[0] for line in text.splitlines() if line.startswith(("learner ", "a-"))] == [
         "learner", "a-0", "a-1"], text
+    assert re.search(r"\na-1 .* explores: policy(\n|$)", text), text
     demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
                            "1", "--max-steps", "20", "--out", str(tmp_path / "demo")],
                           capture_output=True, text=True, timeout=120)
