@@ -474,16 +474,23 @@ def over_seeds(runs, key, milestones):
     return at
 
 
+def finished(run):
+    """Whether a run reached its step budget: one still short of it (going, or paused between sittings) is shown
+    but is not yet a seed of the verdict. A row without a budget (an earlier report's) counts as finished."""
+    return not run.get("budget") or run.get("global_step", 0) >= run["budget"]
+
+
 def method_summary(seeds, milestones):
     """What a method's seeds did together: the mean, min and max success at each milestone over the seeds
-    that got there, how many solved (first window, and for good), the median steps to either, and the greedy
-    evaluations pooled."""
+    that got there; over the seeds run to their budget, how many solved (first window, and for good), the median
+    steps to either, and the greedy evaluations pooled."""
     runs = list(seeds.values())
     at = over_seeds(runs, "success_at", milestones)
+    runs = [run for run in runs if finished(run)]  # a run short of its budget has not failed to solve yet
     evaluations = [run.get("greedy_eval") or {} for run in runs]
     evaluations = [e for e in evaluations if e.get("episodes") and e.get("success_rate") is not None]
-    return {"seeds": seeds, "runs": len(runs), "success_at": at,
-            "setups": sorted({run["setup"] for run in runs if run.get("setup")}),
+    return {"seeds": seeds, "runs": len(seeds), "runs_finished": len(runs), "success_at": at,
+            "setups": sorted({run["setup"] for run in seeds.values() if run.get("setup")}),
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -496,13 +503,14 @@ def method_summary(seeds, milestones):
 
 def distance_method_summary(seeds, milestones):
     """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
-    milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean."""
+    milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean (of
+    the seeds run to their budget)."""
     runs = list(seeds.values())
     at = over_seeds(runs, "distance_at", milestones)
-    evaluations = [run.get("greedy_eval") or {} for run in runs]
+    evaluations = [run.get("greedy_eval") or {} for run in runs if finished(run)]
     evaluations = [e for e in evaluations if e.get("episodes") and e.get("mean_distance") is not None]
     farthest = [run["farthest"] for run in runs if run.get("farthest") is not None]
-    return {"seeds": seeds, "runs": len(runs), "distance_at": at,
+    return {"seeds": seeds, "runs": len(runs), "runs_finished": sum(map(finished, runs)), "distance_at": at,
             "setups": sorted({run["setup"] for run in runs if run.get("setup")}),
             "farthest": max(farthest) if farthest else None,
             "greedy": ({"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations)
@@ -533,11 +541,13 @@ def median_or_none(values):
 
 
 def unjudged(methods):
-    """Why no verdict can be given over the ICM's and A3C's seeds (too few, or of different set-ups: workers x
-    environments per worker), as a verdict; None when one can."""
+    """Why no verdict can be given over the ICM's and A3C's seeds (too few run to their budget, or of different
+    set-ups: workers x environments per worker), as a verdict; None when one can."""
     icm, a3c = methods.get("icm"), methods.get("a3c")
-    if icm is None or a3c is None or min(icm["runs"], a3c["runs"]) < SEEDS_TO_JUDGE:
-        have = f"{icm['runs'] if icm else 0} ICM and {a3c['runs'] if a3c else 0} A3C seeds"
+    if icm is None or a3c is None or min(icm["runs_finished"], a3c["runs_finished"]) < SEEDS_TO_JUDGE:
+        have = f"{icm['runs_finished'] if icm else 0} ICM and {a3c['runs_finished'] if a3c else 0} A3C seeds"
+        short_of = sum(summary["runs"] - summary["runs_finished"] for summary in (icm, a3c) if summary)
+        have += f" run to their budget ({short_of} more short of it)" if short_of else ""
         return {"verdict": "not judged", "why": f"{have}; {SEEDS_TO_JUDGE} of each are needed"}
     mixed = [METHOD_LABELS[method] for method in ("icm", "a3c") if len(methods[method].get("setups", [])) > 1]
     if mixed:
@@ -560,16 +570,16 @@ def verdict(task, methods):
 
     def solved_by(summary, step):
         return sum(1 for run in summary["seeds"].values()
-                   if run.get("sustained_from") is not None and run["sustained_from"] <= step)
+                   if finished(run) and run.get("sustained_from") is not None and run["sustained_from"] <= step)
 
-    majority = icm["runs"] // 2 + 1
+    majority = icm["runs_finished"] // 2 + 1
     icm_solved, icm_soon = solved_by(icm, paper["by"]), solved_by(icm, int(BEATEN * paper["by"]))
     a3c_solved = solved_by(a3c, paper["by"])
-    why = (f"ICM solved for good by {short(paper['by'])} in {icm_solved} of {icm['runs']} seeds "
+    why = (f"ICM solved for good by {short(paper['by'])} in {icm_solved} of {icm['runs_finished']} seeds "
            f"(by {short(int(BEATEN * paper['by']))} in {icm_soon})")
     if paper["a3c_fails"]:
-        why += f"; A3C in {a3c_solved} of {a3c['runs']}"
-    if icm_solved < majority or (paper["a3c_fails"] and a3c_solved >= a3c["runs"] // 2 + 1):
+        why += f"; A3C in {a3c_solved} of {a3c['runs_finished']}"
+    if icm_solved < majority or (paper["a3c_fails"] and a3c_solved >= a3c["runs_finished"] // 2 + 1):
         return {"verdict": "not reproduced", "why": why}
     return {"verdict": "beaten" if icm_soon >= majority else "reproduced", "why": why}
 
@@ -918,10 +928,11 @@ def markdown(results):
              f"success. Solved for good: from that step to the end of the run every {sustained:,} episodes in a row "
              f"had >= {SOLVED:.0%} success; steps are the seeds' median over those that got there. Greedy: the "
              f"final checkpoints' greedy evaluations, each episode begun with 0 to {constants.EVAL_RANDOM_START} "
-             "random actions (per seed, in brackets, how many episodes took different actions). Rates are exact "
-             "where 2 or 3 digits say them, else given to 3 digits. Set-up: workers x environments per worker (a "
-             "method whose seeds differ lists each). Steps run: `of N` where a run has not reached "
-             "its budget of N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
+             "random actions (per seed, in brackets, how many episodes took different actions). Seeds: those run to "
+             "their budget, which the columns after the milestones count, and those still short of it. Rates are "
+             "exact where 2 or 3 digits say them, else given to 3 digits. Set-up: workers x environments per worker "
+             "(a method whose seeds differ lists each). Steps run: `of N` where a run has not reached its budget of "
+             "N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
              "earlier report's row, its episodes not kept).", ""]
     for task, methods in results["tasks"].items():
         if task_spec(task)["measure"] == "distance":
@@ -941,8 +952,9 @@ def markdown(results):
                   + f" | first {SOLVED:.0%} | solved for good | reached the vest | greedy |",
                   "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
-            runs, greedy = summary["runs"], summary.get("greedy")
-            lines.append(f"| {METHOD_LABELS[method]} | {runs} | {', '.join(summary.get('setups') or []) or '-'} | "
+            runs, greedy = summary["runs_finished"], summary.get("greedy")
+            lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | "
+                         f"{', '.join(summary.get('setups') or []) or '-'} | "
                          + " | ".join(spread(summary["success_at"][str(m)]) for m in milestones)
                          + f" | {summary['runs_solved']} of {runs} ({steps_or_dash(summary['median_first_solved'])})"
                          + f" | {summary['runs_sustained']} of {runs} "
@@ -959,6 +971,12 @@ def markdown(results):
                     steps_or_dash(run.get("sustained_from")), greedy_cell(run["greedy_eval"] or {})]))
         lines.append("")
     return "\n".join(lines)
+
+
+def seeds_cell(summary):
+    """A method's seeds run to their budget, and those short of it (whose milestones count, but not yet the rest)."""
+    short_of = summary["runs"] - summary["runs_finished"]
+    return f"{summary['runs_finished']}" + (f" (+{short_of} short of budget)" if short_of else "")
 
 
 def seed_table_head(milestones, columns):
@@ -989,7 +1007,8 @@ def distance_markdown(task, methods, results):
     lines = [f"### {task}", "", f"Distance: the farthest point of the level an episode reached (the game's x, in "
              f"pixels), the mean over the last {window} episodes at each global step (`-`: the run did not get "
              "there); per method the mean over the seeds that got there, in brackets the lowest and highest. "
-             "Farthest: of any episode. Greedy: the final checkpoints' greedy evaluations, mean distance.", ""]
+             "Farthest: of any episode. Greedy: the final checkpoints' greedy evaluations, mean distance (of the "
+             "seeds run to their budget; seeds: those, and those still short of it).", ""]
     if paper:
         lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: {judged['why']}.", ""]
     baseline = results.get("random", {}).get(task)
@@ -1001,7 +1020,7 @@ def distance_markdown(task, methods, results):
               "|---" * (len(milestones) + 5) + "|"]
     for method, summary in methods.items():
         greedy = summary.get("greedy")
-        lines.append(f"| {METHOD_LABELS[method]} | {summary['runs']} | {', '.join(summary['setups']) or '-'} | "
+        lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | {', '.join(summary['setups']) or '-'} | "
                      + " | ".join(spread(summary["distance_at"][str(m)], distance) for m in milestones)
                      + f" | {distance(summary['farthest'])} | "
                      + (f"{distance(greedy['mean_distance'])} ({episodes(greedy['episodes'])})" if greedy else "-")

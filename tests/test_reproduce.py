@@ -70,14 +70,15 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
     assert (tmp_path / "report" / "mario" / "distance_vs_steps.png").stat().st_size > 0
 
     def judged(icm_mean, a3c_mean):
-        methods = {method: {"runs": 3, "distance_at": {"1500000": {"mean": mean, "seeds": 3}}}
+        methods = {method: {"runs": 3, "runs_finished": 3, "distance_at": {"1500000": {"mean": mean, "seeds": 3}}}
                    for method, mean in (("icm", icm_mean), ("a3c", a3c_mean))}
         return reproduce.distance_verdict("mario", methods)["verdict"]
 
     assert [judged(651, 250), judged(652, 250), judged(771, 250), judged(700, 700)] == [
         "not reproduced", "reproduced", "beaten", "not reproduced"]
     # as on Doom, no verdict over seeds of different set-ups
-    mixed = {method: {"runs": 3, "setups": ["2 x 1", "2 x 4"], "distance_at": {"1500000": {"mean": 700, "seeds": 3}}}
+    mixed = {method: {"runs": 3, "runs_finished": 3, "setups": ["2 x 1", "2 x 4"],
+                      "distance_at": {"1500000": {"mean": 700, "seeds": 3}}}
              for method in ("icm", "a3c")}
     assert "differ in workers x environments" in reproduce.distance_verdict("mario", mixed)["why"]
 
@@ -341,11 +342,14 @@ def test_rates_show_every_digit_they_have_and_no_more():
         "0.25", "0.005", "0.90", "1.00", "0.333", "0.00", "-"]
 
 
-def summary_of(sustained_steps, budget=5_000_000, setups=None):
-    """A method's summary whose seeds were solved for good at these steps (None: never), each of a set-up."""
+def summary_of(sustained_steps, budget=5_000_000, setups=None, reached=None):
+    """A method's summary whose seeds were solved for good at these steps (None: never), each of a set-up, each
+    run to `reached` steps of its budget (default: all of it)."""
     setups = setups or ["2 x 4"] * len(sustained_steps)
+    reached = reached or [budget] * len(sustained_steps)
     seeds = {str(seed): {"sustained_from": step, "first_solved": step, "success_at": {}, "reached_vest": True,
-                         "setup": setup} for seed, (step, setup) in enumerate(zip(sustained_steps, setups))}
+                         "setup": setup, "global_step": steps, "budget": budget}
+             for seed, (step, setup, steps) in enumerate(zip(sustained_steps, setups, reached))}
     return reproduce.method_summary(seeds, [])
 
 
@@ -368,6 +372,15 @@ def test_the_verdict_follows_the_stated_criterion():
     two_seeds = verdict("doomSparse", {"icm": summary_of([4_600_000] * 2), "a3c": summary_of([None] * 3)})
     assert two_seeds["verdict"] == "not judged" and "2 ICM and 3 A3C seeds" in two_seeds["why"]
     assert verdict("MountainCar-v0", {}) is None
+    # a seed still short of its budget (going, or paused) is shown but is not yet one of the verdict's
+    going = verdict("doomSparse", {"icm": summary_of([4_600_000] * 3),
+                                   "a3c": summary_of([None] * 3, reached=[5_000_000, 5_000_000, 960])})
+    assert going == {"verdict": "not judged",
+                     "why": "3 ICM and 2 A3C seeds run to their budget (1 more short of it); 3 of each are needed"}
+    solved_early = verdict("doomSparse", {"icm": summary_of([4_600_000, 4_600_000, 3_000_000, None],
+                                                            reached=[5_000_000] * 2 + [3_500_000, 5_000_000]),
+                                          "a3c": summary_of([None] * 3)})
+    assert solved_early["why"].startswith("ICM solved for good by 7M in 2 of 3 seeds"), solved_early
     # seeds of different set-ups are not pooled into a verdict
     mixed = verdict("doomSparse", {"icm": summary_of([4_600_000] * 3, setups=["2 x 16", "2 x 4", "2 x 4"]),
                                    "a3c": summary_of([None] * 3)})
