@@ -146,10 +146,11 @@ def legend(label, curve):
     return f"{label} ({runs} run{'s' * (runs > 1)}{shorter})"
 
 
-def panels_figure(rows, path):
+def panels_figure(rows, path, references=None):
     """Curves of several tasks side by side, a row per measure, like the paper's Figure 5: `rows` is {y label:
     {task: curve_figure's data for that task}}; every row has the same tasks (a missing one is left blank) and
-    one y scale."""
+    one y scale. `references` ({y label: {task: [(step, value, label)]}}) marks a published result on a panel: a
+    star at (step, value), or a dashed level where step is None."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,12 +165,24 @@ def panels_figure(rows, path):
         for axes, task in zip(row, tasks):
             if task in panels:
                 draw_curves(axes, panels[task], "global steps", ylabel, task, colors)
+                draw_references(axes, (references or {}).get(ylabel, {}).get(task, ()))
             else:
                 axes.set_axis_off()
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
     return {ylabel: list(panels) for ylabel, panels in rows.items()}
+
+
+def draw_references(axes, marks):
+    """Published results on a panel, in black and grey beside the curves' colours, named in its legend."""
+    for step, value, label in marks:
+        if step is None:
+            axes.axhline(value, color="grey", linestyle="--", linewidth=1, label=label)
+        else:
+            axes.plot([step], [value], marker="*", markersize=12, color="black", linestyle="none", label=label)
+    if marks:
+        axes.legend()
 
 
 def eval_series(log_dir):

@@ -33,6 +33,8 @@ Then the report, into --report-dir (default <out>/report), per task:
                         tables give the farthest distance an episode reached instead of the success rate (the
                         mean over the last 100 episodes at --at steps, the farthest of any episode, the greedy
                         evaluations' mean), beside the paper's 711
+  figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
+                        marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
   runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
                         config, its sittings and the machine; the tables are computed from these alone
@@ -82,6 +84,15 @@ PAPER = {
     "doomSparse": {"icm": "about 1.0 after about 7M steps", "a3c": "0", "by": 7_000_000, "a3c_fails": True},
     "doomVerySparse": {"icm": "solved in 2 of 3 runs by about 7.5M steps", "a3c": "0", "by": 7_500_000,
                        "a3c_fails": True},
+}
+# The paper's results as marks on the report's figure (FIGURE_ROWS' files): (step, value, label), a star at that
+# step, or a dashed level where the step is None; read off Figure 5 and Table 1, as PAPER and PAPER_DISTANCE say.
+PAPER_MARKS = {
+    "doom": {"success_vs_steps.png": [(4_000_000, 1.0, "the paper's ICM: ~1.0 by ~4M"),
+                                      (None, 0.7, "the paper's A3C: ~0.7")]},
+    "doomSparse": {"success_vs_steps.png": [(7_000_000, 1.0, "the paper's ICM: ~1.0 after ~7M")]},
+    "doomVerySparse": {"success_vs_steps.png": [(7_500_000, 2 / 3, "the paper's ICM: 2 of 3 runs solved by ~7.5M")]},
+    "mario": {"distance_vs_steps.png": [(1_500_000, 711.0, "the paper's ICM: 711 at 1.5M")]},
 }
 # The paper's Table 1: with no reward, curiosity alone on level 1-1, from scratch, 1.5M steps: distance 711 +- 59.3
 # (mean +- standard error). Reproduced: the ICM seeds' mean distance at that step (each seed's last WINDOW
@@ -737,7 +748,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
     for task in found:
         play_random(out, report_dir, task, random_episodes)
     results = summarise(report_dir, milestones)
-    results["figure"] = {"file": FIGURE, "panels": figure}
+    results["figure"] = {"file": FIGURE, **(figure or {"panels": None})}
     logdir.write_json_atomically(os.path.join(report_dir, "results.json"), results)
     with open(os.path.join(report_dir, "results.md"), "w") as handle:
         handle.write(markdown(results))
@@ -831,7 +842,8 @@ def task_milestones(task, milestones):
 
 def plot_tasks(found, report_dir):
     """plots.py's figures of each task (ICM and A3C on each, the seeds' mean and band), then the tasks side by side
-    in FIGURE, as the paper's Figure 5; that figure's panels ({y label: [task, ...]})."""
+    in FIGURE, as the paper's Figure 5, with the paper's results marked (PAPER_MARKS); that figure's panels ({y
+    label: [task, ...]}) and marks."""
     rows = {}
     earlier_tasks = [name for name in os.listdir(report_dir)
                      if os.path.isfile(os.path.join(report_dir, name, plots.CURVES))]
@@ -846,7 +858,11 @@ def plot_tasks(found, report_dir):
         for ylabel, name in FIGURE_ROWS:
             if name in written:
                 rows.setdefault(ylabel, {})[task] = written[name]
-    return plots.panels_figure(rows, os.path.join(report_dir, FIGURE)) if rows else None
+    if not rows:
+        return None
+    marks = {ylabel: {task: [list(mark) for mark in PAPER_MARKS[task][name]] for task in rows[ylabel]
+                      if name in PAPER_MARKS.get(task, {})} for ylabel, name in FIGURE_ROWS if ylabel in rows}
+    return {"panels": plots.panels_figure(rows, os.path.join(report_dir, FIGURE), marks), "paper": marks}
 
 
 def kept_curves(report_dir, task, groups):

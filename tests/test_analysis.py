@@ -250,6 +250,21 @@ def test_plots_compare_configurations_with_seeds_as_mean_and_band(cartpole_run, 
     assert curves["a"]["mean"] == curves["b"]["mean"], "two copies of one seed average to that seed"
 
 
+def test_a_published_result_is_marked_beside_the_curves():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots()
+    plots.draw_references(axes, [(4_000_000, 1.0, "the paper's ICM"), (None, 0.7, "the paper's A3C")])
+    star, level = axes.get_lines()
+    assert list(star.get_xdata()) == [4_000_000] and list(star.get_ydata()) == [1.0] and star.get_marker() == "*"
+    assert list(level.get_ydata()) == [0.7, 0.7] and level.get_linestyle() == "--"
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == ["the paper's ICM", "the paper's A3C"]
+    plt.close(figure)
+
+
 def test_plots_refuse_a_folder_that_is_not_a_run(tmp_path):
     assert plots.main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2
 

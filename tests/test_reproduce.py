@@ -123,6 +123,9 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
     assert (tmp_path / "report" / "doom" / "success_vs_steps.png").stat().st_size > 0
     assert results["figure"]["panels"] == {"game reward per episode": ["doom"], "success rate": ["doom"]}
+    paper = results["figure"]["paper"]  # the paper's dense result marked on the success rate's panel only
+    assert paper["game reward per episode"] == {} and [mark[:2] for mark in paper["success rate"]["doom"]] == [
+        [4_000_000, 1.0], [None, 0.7]]
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
