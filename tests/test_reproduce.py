@@ -95,8 +95,15 @@ def test_step_counts_read_as_people_write_them():
 ICM_SEED_0 = [0] * 100 + [int(i % 4 == 0) for i in range(101, 201)] + [int(i % 10 != 0) for i in range(201, 301)]
 
 
-def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
+def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch):
     out = tmp_path / "study"
+    drawn, draw = [], plots.panels_figure
+
+    def panels_figure(rows, path, marks=None):  # the figure drawn as ever, its marks noted
+        drawn.append(marks)
+        return draw(rows, path, marks)
+
+    monkeypatch.setattr(plots, "panels_figure", panels_figure)
     write_episodes(out / "runs" / "doom-icm-s0", ICM_SEED_0)  # to 3M
     write_episodes(out / "runs" / "doom-a3c-s0", [0] * 150)  # to 1.5M, never at the vest
     write_episodes(out / "runs" / "doom-a3c-s1", [0] * 4 + [1] + [0] * 145)  # once, by chance
@@ -126,6 +133,7 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path):
     paper = results["figure"]["paper"]  # the paper's dense result marked on the success rate's panel only
     assert paper["game reward per episode"] == {} and [mark[:2] for mark in paper["success rate"]["doom"]] == [
         [4_000_000, 1.0], [None, 0.7]]
+    assert drawn == [paper], "the marks the figure was drawn with"
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
