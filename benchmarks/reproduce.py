@@ -491,17 +491,28 @@ def finished(run):
     return not run.get("budget") or run.get("global_step", 0) >= run["budget"]
 
 
+def seeds_summary(seeds):
+    """What both kinds of method summary say of a method's seeds (how many, how many run to their budget, their
+    set-ups), and the seeds run to their budget, the only ones whose outcome the summaries count."""
+    runs = [run for run in seeds.values() if finished(run)]  # a run short of its budget has not failed yet
+    return runs, {"seeds": seeds, "runs": len(seeds), "runs_finished": len(runs),
+                  "setups": sorted({run["setup"] for run in seeds.values() if run.get("setup")})}
+
+
+def greedy_evaluations(runs, measure):
+    """The greedy evaluations of `runs` that measured `measure`."""
+    evaluations = [run.get("greedy_eval") or {} for run in runs]
+    return [e for e in evaluations if e.get("episodes") and e.get(measure) is not None]
+
+
 def method_summary(seeds, milestones):
     """What a method's seeds did together: the mean, min and max success at each milestone over the seeds
     that got there; over the seeds run to their budget, how many solved (first window, and for good), the median
     steps to either, and the greedy evaluations pooled."""
-    runs = list(seeds.values())
-    at = over_seeds(runs, "success_at", milestones)
-    runs = [run for run in runs if finished(run)]  # a run short of its budget has not failed to solve yet
-    evaluations = [run.get("greedy_eval") or {} for run in runs]
-    evaluations = [e for e in evaluations if e.get("episodes") and e.get("success_rate") is not None]
-    return {"seeds": seeds, "runs": len(seeds), "runs_finished": len(runs), "success_at": at,
-            "setups": sorted({run["setup"] for run in seeds.values() if run.get("setup")}),
+    at = over_seeds(list(seeds.values()), "success_at", milestones)
+    runs, summary = seeds_summary(seeds)
+    evaluations = greedy_evaluations(runs, "success_rate")
+    return {**summary, "success_at": at,
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -516,14 +527,11 @@ def distance_method_summary(seeds, milestones):
     """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
     milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean (of
     the seeds run to their budget)."""
-    runs = list(seeds.values())
-    at = over_seeds(runs, "distance_at", milestones)
-    evaluations = [run.get("greedy_eval") or {} for run in runs if finished(run)]
-    evaluations = [e for e in evaluations if e.get("episodes") and e.get("mean_distance") is not None]
-    farthest = [run["farthest"] for run in runs if run.get("farthest") is not None]
-    return {"seeds": seeds, "runs": len(runs), "runs_finished": sum(map(finished, runs)), "distance_at": at,
-            "setups": sorted({run["setup"] for run in runs if run.get("setup")}),
-            "farthest": max(farthest) if farthest else None,
+    at = over_seeds(list(seeds.values()), "distance_at", milestones)
+    runs, summary = seeds_summary(seeds)
+    evaluations = greedy_evaluations(runs, "mean_distance")
+    farthest = [run["farthest"] for run in seeds.values() if run.get("farthest") is not None]
+    return {**summary, "distance_at": at, "farthest": max(farthest) if farthest else None,
             "greedy": ({"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations)
                         / sum(e["episodes"] for e in evaluations),
                         "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
@@ -705,8 +713,8 @@ def record_videos(report_dir, evaluated):
             continue
         score = (evaluation.get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
         if (task, method) not in best or score > best[task, method][0]:
-            best[task, method] = score, name, log_dir
-    for (task, method), (_, name, log_dir) in sorted(best.items()):
+            best[task, method] = score, name, seed, log_dir
+    for (task, method), (_, name, seed, log_dir) in sorted(best.items()):
         stem = os.path.join(report_dir, task, VIDEO.format(method))
         step, kept = reached_step(log_dir), logdir.read_json(stem + ".json") or {}
         if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
@@ -723,7 +731,7 @@ def record_videos(report_dir, evaluated):
         episode = {key: summary["episode_details"][0].get(key)
                    for key in ("length", "random_steps", "success", "distance", "reward")}
         logdir.write_json_atomically(stem + ".json", {
-            "run": name, "seed": parse_run_name(name)[2], "global_step": step, "checkpoint": summary.get("checkpoint"),
+            "run": name, "seed": seed, "global_step": step, "checkpoint": summary.get("checkpoint"),
             "episode": episode, "command": " ".join(["demo.py", flags[0], f"<out>/runs/{name}", *flags[2:]])})
 
 
