@@ -1,5 +1,5 @@
 """TensorFlow session plumbing that every learner uses: the bound on TensorFlow's error messages, the session
-that retries the distributed runtime's spurious aborts, the global step, the update that skips NaN and inf,
+that retries the distributed runtime's spurious aborts and stuck steps, the global step, the update that skips NaN and inf,
 the phase timings and the heartbeat that status.py and the supervisor read.
 
 A learner builds its graph and runs its session through these; `AbortRetrySession` installs the bound on error
@@ -23,7 +23,11 @@ import supervise
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
 
-ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request
+ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request, or that stuck
+# A session.run of the A3C worker's that has not returned after this long is stuck in the distributed runtime (its
+# updates take well under a second, even at K = 16 on a loaded 2-core machine): cancelled and run again, before
+# the supervisor, which waits 30 s without a heartbeat, takes the worker for hung and restarts it.
+RUN_TIMEOUT_SECS = 20.0
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
 HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
@@ -115,28 +119,44 @@ def abort_reason(message):
 
 
 class AbortRetrySession:
-    """Wraps a session so that `run` retries TF's spurious duplicate-RunGraph AbortedError.
+    """Wraps a session so that `run` retries what the distributed runtime now and then does to a request that
+    did not fail: TF's spurious duplicate-RunGraph AbortedError, and a step that never returns.
 
     Under load the distributed runtime intermittently raises `AbortedError: The same RunGraph (Worker) request
     was received twice` while two threads share a session; the request did not run, so running it again is safe.
+    And about once in two or three 5M-step Doom runs on 2 cores one update's `session.run` never returned: stack
+    dumps of three such workers show the trainer waiting in TensorFlow's `LocalMaster::RunStep` for a step that
+    never finished, while the other worker and the parameter server went on. So every run carries a deadline
+    (`timeout`, TensorFlow's `RunOptions.timeout_in_ms`, which cancels the step); a run past it is run again. An
+    update cancelled after its gradients reached the parameter server may be applied twice: one stale gradient
+    more, as asynchronous training takes them, where restarting the worker lost a minute and its rollouts.
     """
 
-    def __init__(self, session, retries=ABORT_RETRIES):
+    def __init__(self, session, retries=ABORT_RETRIES, timeout=RUN_TIMEOUT_SECS):
         bound_error_messages()
         self.session = session
         self.retries = retries
+        self.options = tf1.RunOptions(timeout_in_ms=int(timeout * 1000))
+        self.timeout = timeout
         self.aborts = 0
+        self.timeouts = 0
 
     def run(self, fetches, feed_dict=None):
         for attempt in range(self.retries + 1):
             try:
-                return self.session.run(fetches, feed_dict)
+                return self.session.run(fetches, feed_dict, options=self.options)
             except (tf.errors.OpError, ValueError) as raised:
                 error = described_error(raised)
-                if not isinstance(error, tf.errors.AbortedError) or attempt == self.retries:
+                if (not isinstance(error, (tf.errors.AbortedError, tf.errors.DeadlineExceededError))
+                        or attempt == self.retries):
                     raise error from None
-                self.aborts += 1
-                logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
+                if isinstance(error, tf.errors.DeadlineExceededError):
+                    self.timeouts += 1
+                    logger.warning("session.run did not return in %g s (stuck in TensorFlow's distributed "
+                                   "runtime): cancelled; running it again", self.timeout)
+                else:
+                    self.aborts += 1
+                    logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
 
 
 def described_error(raised):

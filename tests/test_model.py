@@ -353,10 +353,10 @@ class FeedRecorder:
     def __init__(self, session, placeholder):
         self.session, self.placeholder, self.fed = session, placeholder, []
 
-    def run(self, fetches, feed_dict=None):
+    def run(self, fetches, feed_dict=None, options=None):
         if feed_dict and self.placeholder in feed_dict:
             self.fed.append(np.array(feed_dict[self.placeholder]))
-        return self.session.run(fetches, feed_dict)
+        return self.session.run(fetches, feed_dict, options=options)
 
 
 @pytest.mark.parametrize("center", [True, False])

@@ -196,7 +196,7 @@ class FlakySession:
         self.failures = failures
         self.calls = 0
 
-    def run(self, fetches, feed_dict=None):
+    def run(self, fetches, feed_dict=None, options=None):
         import tensorflow as tf
 
         self.calls += 1
@@ -218,15 +218,65 @@ def test_aborted_runs_are_retried_then_reported():
         AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
 
 
+def test_a_run_stuck_in_the_distributed_runtime_is_cancelled_and_run_again():
+    # A worker's update that never returned (LocalMaster::RunStep waiting for ever, seen in three Doom runs) stands
+    # here as a dequeue from an empty queue on a real TensorFlow server: the deadline cancels it, and the run
+    # again gets the value enqueued (by the retry's own warning, so nothing here depends on timing).
+    import logging
+
+    import tensorflow as tf
+
+    import sessions
+
+    tf1 = tf.compat.v1
+    server = tf1.train.Server.create_local_server()
+    graph = tf.Graph()
+    with graph.as_default():
+        queue = tf1.FIFOQueue(1, tf.float32)
+        enqueue, dequeue = queue.enqueue(7.0), queue.dequeue()
+        with tf1.Session(server.target, graph=graph) as raw:
+            session = sessions.AbortRetrySession(raw, timeout=0.5)
+
+            class EnqueueOnWarning(logging.Handler):
+                def emit(self, record):
+                    raw.run(enqueue)
+
+            outcome = {}
+
+            def run():
+                try:
+                    outcome["value"] = session.run(dequeue)
+                except Exception as error:  # noqa: BLE001 - raised again in the test's thread
+                    outcome["error"] = error
+
+            handler = EnqueueOnWarning(logging.WARNING)
+            sessions.logger.addHandler(handler)
+            try:
+                thread = threading.Thread(target=run, daemon=True)
+                thread.start()
+                thread.join(timeout=60)
+                if thread.is_alive():  # never cancelled: free it, then fail
+                    raw.run(enqueue)
+                    thread.join(timeout=10)
+                    pytest.fail("a run stuck for 60 s was never cancelled")
+            finally:
+                sessions.logger.removeHandler(handler)
+            if "error" in outcome:
+                raise outcome["error"]
+            assert outcome["value"] == 7.0 and session.timeouts == 1 and session.aborts == 0
+            with pytest.raises(tf.errors.DeadlineExceededError):  # still stuck after its retries: raised
+                sessions.AbortRetrySession(raw, retries=1, timeout=0.2).run(dequeue)
+
+
 class MisdescribingSession(FlakySession):
     """Fails as TensorFlow's Session.run does when an abort's message quotes `[[` and a colon: with a ValueError
     raised while it handles the AbortedError."""
 
-    def run(self, fetches, feed_dict=None):
+    def run(self, fetches, feed_dict=None, options=None):
         import tensorflow as tf
 
         try:
-            return super().run(fetches, feed_dict)
+            return super().run(fetches, feed_dict, options)
         except tf.errors.AbortedError:
             raise ValueError("Name '<\\275=' appears to refer to a Tensor, not a Operation.")
 
