@@ -102,14 +102,14 @@ PAPER_DISTANCE = {
     "mario": {"icm": "711 +- 59 (mean +- standard error) after 1.5M steps", "a3c": "not run (here: the random walk "
               "curiosity must beat)", "at": 1_500_000, "distance": 711.0, "error": 59.3},
 }
-# What a task's runs are given beyond the method, and what its tables measure per episode: the Doom tasks (and any
-# other) whether the episode reached the goal; Mario, with no reward at all, how far it went.
-SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success"}
-TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance"}}
+# What a task's runs are given beyond the method, what its tables measure per episode (the Doom tasks, and any
+# other: whether the episode reached the goal; Mario, with no reward at all, how far it went), and the steps of
+# the tables' columns unless --at says (the paper's step is always one): its curves' span.
+SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M", "2M", "3M", "5M", "7M")}
+TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M")}}
 SEEDS_TO_JUDGE = 3  # the paper's runs per curve: fewer seeds than this get no verdict
 BEATEN = 0.75  # "beaten": a majority of ICM seeds solved for good by this fraction of the paper's step
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
-DEFAULT_AT = ("1M", "2M", "3M", "5M", "7M")
 # what a run's archive in the report keeps: the episode columns the tables and figures read, and at most this
 # many of its logged positions (every 4th step's are logged: ~3 MB a worker-hour; the heatmap needs far fewer)
 ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
@@ -800,7 +800,7 @@ def summarise(report_dir, milestones):
                                machine=kept.get("machine"), sittings=kept.get("sittings"))
                 rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
     results = {"window": WINDOW, "solved_at": SOLVED, "sustained_window": SUSTAINED_WINDOW,
-               "milestones": list(milestones), "tasks": {}}
+               "milestones": None if milestones is None else list(milestones), "tasks": {}}
     for task in sorted(rows, key=task_order):
         summary_of = distance_method_summary if task_spec(task)["measure"] == "distance" else method_summary
         results["tasks"][task] = {
@@ -843,7 +843,10 @@ def video_lines(results, task):
 
 
 def task_milestones(task, milestones):
-    """The tables' steps for `task`: those asked for, and the step of the paper's figure where it gives one."""
+    """The tables' steps for `task`: those asked for (None: the task's own), and the step of the paper's figure
+    where it gives one."""
+    if milestones is None:
+        milestones = [parse_steps(step) for step in task_spec(task)["at"]]
     paper_step = PAPER_DISTANCE.get(task, {}).get("at")
     return sorted(set(milestones) | ({paper_step} if paper_step else set()))
 
@@ -943,7 +946,7 @@ def random_baseline(report_dir, task):
 def markdown(results):
     """results.md: per task, the verdict against the paper, a row per method over its seeds, then a row per
     seed."""
-    milestones, window, sustained = results["milestones"], results["window"], results["sustained_window"]
+    window, sustained = results["window"], results["sustained_window"]
     by_success = any(task_spec(task)["measure"] == "success" for task in results["tasks"])
     lines = [] if not by_success else [
              f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
@@ -963,6 +966,7 @@ def markdown(results):
             lines += distance_markdown(task, methods, results)
             continue
         lines += [f"### {task}", ""]
+        milestones = task_milestones(task, results["milestones"])
         paper, judged = PAPER.get(task), results.get("verdicts", {}).get(task)
         if paper:
             lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: "
@@ -1072,8 +1076,9 @@ def parse_args(argv=None):
     parser.add_argument("--envs-per-worker", type=int,
                         help="environments per worker (default: the task's preset's: 4 on Doom, 1 on Mario)")
     parser.add_argument("--parallel", type=int, default=1, help="runs at once")
-    parser.add_argument("--at", type=step_count, nargs="+", default=[parse_steps(m) for m in DEFAULT_AT],
-                        help="global steps of the tables' columns")
+    parser.add_argument("--at", type=step_count, nargs="+",
+                        help="global steps of the tables' columns (default: the task's: 1M 2M 3M 5M 7M on Doom, "
+                             "250k 500k 1M on Mario; the paper's step is added)")
     parser.add_argument("--eval-episodes", type=int, default=20, help="greedy episodes per final checkpoint (0: none)")
     parser.add_argument("--random-episodes", type=int, default=100,
                         help="episodes of a random agent per task, played once and kept in the report (0: none)")

@@ -83,6 +83,22 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
     assert "differ in workers x environments" in reproduce.distance_verdict("mario", mixed)["why"]
 
 
+def test_each_task_has_its_own_columns_unless_at_says(tmp_path):
+    # Mario's 1.5M-step curves get columns within them, Doom's its 1M-7M; --at sets every task's (the paper's
+    # Mario step stays)
+    write_distances(tmp_path / "study" / "runs" / "mario-icm-s0", [300] * 150)
+    write_episodes(tmp_path / "study" / "runs" / "doom-icm-s0", [1] * 700)
+    results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), None, eval_episodes=0)
+    assert list(results["tasks"]["mario"]["icm"]["distance_at"]) == ["250000", "500000", "1000000", "1500000"]
+    assert list(results["tasks"]["doom"]["icm"]["success_at"]) == ["1000000", "2000000", "3000000", "5000000",
+                                                                   "7000000"]
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "| method | seeds | set-up | 250k | 500k | 1M | 1.5M | farthest | greedy |" in table
+    assert "| method | seeds | set-up | 1M | 2M | 3M | 5M | 7M | first 90% |" in table
+    assert reproduce.task_milestones("mario", [2_000_000]) == [1_500_000, 2_000_000]
+    assert reproduce.parse_args(["--out", str(tmp_path)]).at is None
+
+
 def test_step_counts_read_as_people_write_them():
     assert [reproduce.parse_steps(text) for text in ("5M", "500k", "2.5M", "3000000", "1G")] == [
         5_000_000, 500_000, 2_500_000, 3_000_000, 1_000_000_000]
