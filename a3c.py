@@ -371,6 +371,14 @@ class A3C:
     def skipped_updates(self):
         return self.nonfinite.skipped
 
+    def status(self):
+        """What the heartbeat shows beside the common fields: the session.runs the distributed runtime made the
+        worker run again (AbortRetrySession), by cause."""
+        session = getattr(self, "session", None)
+        if not isinstance(session, AbortRetrySession):
+            return {}
+        return {"retried_runs": {"stuck": session.timeouts, "aborted": session.aborts}}
+
     @property
     def skipped_in_a_row(self):
         return self.nonfinite.in_a_row
@@ -382,6 +390,8 @@ class A3C:
         summary = tf1.Summary()
         summary.value.add(tag="diagnostics/fps", simple_value=self._fps_steps / max(now - self._fps_start, 1e-6))
         summary.value.add(tag="diagnostics/skipped_updates", simple_value=self.skipped_updates)
+        for cause, count in self.status().get("retried_runs", {}).items():
+            summary.value.add(tag=f"diagnostics/{cause}_runs_retried", simple_value=count)
         bonuses = [bonus for rollout in rollouts for bonus in rollout.bonuses]
         if bonuses:
             summary.value.add(tag="model/bonus", simple_value=float(np.mean(bonuses)))

@@ -125,6 +125,9 @@ def render(status, tensorboard_port=None):
         note = "   <- no update: hung or dead" if worker["state"] == "STALE" else ""
         if worker.get("skipped_updates"):
             note += f"   ({worker['skipped_updates']:,} NaN/inf updates skipped)"
+        retried = {cause: count for cause, count in (worker.get("retried_runs") or {}).items() if count}
+        if retried:
+            note += f"   (session.runs retried: {', '.join(f'{n:,} {cause}' for cause, n in retried.items())})"
         if exploration(worker):
             note += f"   explores: {exploration(worker)}"
         lines.append(f"{worker_name(worker):<8}{worker['state']:<10}{worker.get('global_step', 0):>13,}"

@@ -287,7 +287,8 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
     now = time.time()
     for task, age in ((0, 1.0), (1, 300.0)):
         beat = {"task": task, "pid": 1, "time": now - age, "state": "training", "global_step": 5000 + task,
-                "max_global_steps": 10000, "steps_per_sec": 100.0, "episodes": 3, "skipped_updates": 7 * task}
+                "max_global_steps": 10000, "steps_per_sec": 100.0, "episodes": 3, "skipped_updates": 7 * task,
+                "retried_runs": {"stuck": 2 * task, "aborted": task}}
         (tmp_path / f"status_{task}.json").write_text(json.dumps(beat))
     live = status.collect(str(tmp_path), now=now)
     assert live["stale"] == [1] and [worker["state"] for worker in live["workers"]] == ["training", "STALE"]
@@ -295,6 +296,7 @@ def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tm
     text = status.render(live, tensorboard_port=6006)
     assert "w-1     STALE" in text and "hung or dead" in text and "http://127.0.0.1:6006" in text
     assert "(7 NaN/inf updates skipped)" in text and text.count("NaN/inf") == 1
+    assert "(session.runs retried: 2 stuck, 1 aborted)" in text and text.count("retried") == 1
     assert "global step 5,001 / 10,000 (50.01%)" in text
     # the supervisor's record: restarts per worker, and why the run ended
     (tmp_path / "supervisor.json").write_text(json.dumps({"outcome": [1, "w-1 failed 5 times in 10 min"],

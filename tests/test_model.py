@@ -1,4 +1,5 @@
 """Losses, gradients, network shapes, parameter placement and sync, and learning on a tiny environment."""
+import json
 import math
 import time
 
@@ -143,6 +144,21 @@ def test_two_parameter_servers_hold_the_global_variables_split_by_size(graph):
         for local, glob in zip(session.run(trainer.local_network.var_list), session.run(trainer.network.var_list)):
             np.testing.assert_array_equal(local, glob)
     del servers
+
+
+def test_the_heartbeat_shows_the_runs_the_runtime_made_a_worker_retry(graph, tmp_path):
+    import sessions
+
+    trainer = A3C(envs.create_env("Corridor-v0", seed=0), 0, constants.Config(lstm_size=8))
+    assert trainer.status() == {}, "before its session"
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        trainer.start(session, None, lambda stats: None)
+        trainer.session.timeouts, trainer.session.aborts = 2, 1  # as the wrapper counts them (test_runner)
+        sessions.Heartbeat(str(tmp_path), 0, 100).beat(trainer, 0, force=True)
+        trainer.stop()
+    beat = json.loads((tmp_path / "status_0.json").read_text())
+    assert beat["retried_runs"] == {"stuck": 2, "aborted": 1}
 
 
 def test_update_moves_globals_not_locals_and_counts_steps(graph):
