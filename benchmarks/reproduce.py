@@ -578,7 +578,8 @@ def unjudged(methods):
 def verdict(task, methods):
     """Whether the paper's result on `task` is reproduced, by the criterion PAPER states: a majority of the ICM's
     seeds solved for good by the paper's step ("beaten" where by BEATEN of it), and where the paper's A3C never
-    learned, a majority of A3C's seeds not solved. None for a task the paper did not run."""
+    learned, a majority of A3C's seeds not solved. Not judged while unsolved ICM seeds whose budgets end before
+    the paper's step could make that majority. None for a task the paper did not run."""
     paper = PAPER.get(task)
     if paper is None:
         return None
@@ -591,6 +592,11 @@ def verdict(task, methods):
         return sum(1 for run in summary["seeds"].values()
                    if finished(run) and run.get("sustained_from") is not None and run["sustained_from"] <= step)
 
+    def stopped_short(summary, step):
+        """The seeds run to a budget short of `step` without being solved: they might still have been by then."""
+        return [run for run in summary["seeds"].values()
+                if finished(run) and run.get("sustained_from") is None and run.get("budget", step) < step]
+
     majority = icm["runs_finished"] // 2 + 1
     icm_solved, icm_soon = solved_by(icm, paper["by"]), solved_by(icm, int(BEATEN * paper["by"]))
     a3c_solved = solved_by(a3c, paper["by"])
@@ -598,7 +604,17 @@ def verdict(task, methods):
            f"(by {short(int(BEATEN * paper['by']))} in {icm_soon})")
     if paper["a3c_fails"]:
         why += f"; A3C in {a3c_solved} of {a3c['runs_finished']}"
-    if icm_solved < majority or (paper["a3c_fails"] and a3c_solved >= a3c["runs_finished"] // 2 + 1):
+        a3c_short = stopped_short(a3c, paper["by"])
+        if a3c_short:
+            why += f" ({len(a3c_short)} of them run to {short(max(run['budget'] for run in a3c_short))} only)"
+    if paper["a3c_fails"] and a3c_solved >= a3c["runs_finished"] // 2 + 1:
+        return {"verdict": "not reproduced", "why": why}
+    if icm_solved < majority:
+        icm_short = stopped_short(icm, paper["by"])
+        if icm_solved + len(icm_short) >= majority:  # the seeds that stopped early decide: run them on
+            return {"verdict": "not judged", "why": f"{why}; {len(icm_short)} unsolved ICM seeds stopped at "
+                                                    f"{short(max(run['budget'] for run in icm_short))}, short of "
+                                                    f"the paper's {short(paper['by'])}: run them on to it"}
         return {"verdict": "not reproduced", "why": why}
     return {"verdict": "beaten" if icm_soon >= majority else "reproduced", "why": why}
 

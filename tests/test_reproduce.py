@@ -370,14 +370,15 @@ def test_rates_show_every_digit_they_have_and_no_more():
         "0.25", "0.005", "0.90", "1.00", "0.333", "0.00", "-"]
 
 
-def summary_of(sustained_steps, budget=5_000_000, setups=None, reached=None):
+def summary_of(sustained_steps, budget=5_000_000, setups=None, reached=None, budgets=None):
     """A method's summary whose seeds were solved for good at these steps (None: never), each of a set-up, each
-    run to `reached` steps of its budget (default: all of it)."""
+    run to `reached` steps of its budget (default: all of it; `budgets`: one per seed)."""
     setups = setups or ["2 x 4"] * len(sustained_steps)
-    reached = reached or [budget] * len(sustained_steps)
+    budgets = budgets or [budget] * len(sustained_steps)
+    reached = reached or budgets
     seeds = {str(seed): {"sustained_from": step, "first_solved": step, "success_at": {}, "reached_vest": True,
                          "setup": setup, "global_step": steps, "budget": budget}
-             for seed, (step, setup, steps) in enumerate(zip(sustained_steps, setups, reached))}
+             for seed, (step, setup, steps, budget) in enumerate(zip(sustained_steps, setups, reached, budgets))}
     return reproduce.method_summary(seeds, [])
 
 
@@ -388,7 +389,15 @@ def test_the_verdict_follows_the_stated_criterion():
     assert judged["verdict"] == "reproduced"  # 2 of 3 by 7M, only 1 by 5.25M
     assert verdict("doomSparse", {"icm": summary_of([4_600_000, 5_000_000, None]),
                                   "a3c": summary_of([None] * 3)})["verdict"] == "beaten"  # 2 of 3 by 5.25M
-    assert verdict("doomSparse", {"icm": summary_of([4_600_000, None, None]),
+    assert verdict("doomSparse", {"icm": summary_of([4_600_000, None, None], budget=7_000_000),
+                                  "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"
+    # unsolved seeds that stopped short of the paper's step could still have been solved by it: no verdict...
+    stopped = verdict("doomSparse", {"icm": summary_of([4_600_000, None, None]), "a3c": summary_of([None] * 3)})
+    assert stopped == {"verdict": "not judged", "why": "ICM solved for good by 7M in 1 of 3 seeds (by 5.25M in 1); "
+                       "A3C in 0 of 3 (3 of them run to 5M only); 2 unsolved ICM seeds stopped at 5M, short of the "
+                       "paper's 7M: run them on to it"}
+    # ...unless they cannot change it
+    assert verdict("doomSparse", {"icm": summary_of([None] * 3, budgets=[7_000_000, 7_000_000, 5_000_000]),
                                   "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"
     assert verdict("doomSparse", {"icm": summary_of([4_600_000] * 3),
                                   "a3c": summary_of([3_000_000, 4_000_000, None])})["verdict"] == "not reproduced"
