@@ -374,10 +374,9 @@ class A3C:
     def status(self):
         """What the heartbeat shows beside the common fields: the session.runs the distributed runtime made the
         worker run again (AbortRetrySession), by cause."""
-        session = getattr(self, "session", None)
-        if not isinstance(session, AbortRetrySession):
+        if self.session is None:  # not started
             return {}
-        return {"retried_runs": {"stuck": session.timeouts, "aborted": session.aborts}}
+        return {"retried_runs": {"stuck": self.session.timeouts, "aborted": self.session.aborts}}
 
     @property
     def skipped_in_a_row(self):

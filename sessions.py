@@ -1,6 +1,6 @@
 """TensorFlow session plumbing that every learner uses: the bound on TensorFlow's error messages, the session
-that retries the distributed runtime's spurious aborts and stuck steps, the global step, the update that skips NaN and inf,
-the phase timings and the heartbeat that status.py and the supervisor read.
+that retries the distributed runtime's spurious aborts and stuck steps, the global step, the update that skips
+NaN and inf, the phase timings and the heartbeat that status.py and the supervisor read.
 
 A learner builds its graph and runs its session through these; `AbortRetrySession` installs the bound on error
 messages itself, so no learner can lose the fix for hung workers by forgetting an import.
