@@ -74,12 +74,12 @@ def collect(log_dirs, now=None, stale_seconds=STALE_SECONDS):
     learner = next((worker for worker in workers if "replay_size" in worker), None)
     if learner is not None:
         status["replay"] = {key: learner[key] for key in REPLAY_FIELDS}
-    if recent:
-        status["recent_reward"] = sum(float(row["reward"]) for row in recent) / len(recent)
-        status["recent_bonus"] = sum(float(row["bonus"]) for row in recent) / len(recent)
-        successes = [float(row["success"]) for row in recent if row.get("success")]
-        if successes:
-            status["recent_success"] = sum(successes) / len(successes)
+    # each over the recent episodes that have it: a run resumed from an archive carried in a study's report
+    # (benchmarks/reproduce.py --carry) has its earlier episodes with the report's columns only, no "reward"
+    for key, column in (("recent_reward", "reward"), ("recent_bonus", "bonus"), ("recent_success", "success")):
+        values = [float(row[column]) for row in recent if row.get(column)]
+        if values:
+            status[key] = sum(values) / len(values)
     supervisors = logdir.supervisor_records(dirs)
     processes = {name: record for supervisor in supervisors for name, record in supervisor.get("processes", {}).items()}
     for worker in workers:
@@ -112,12 +112,11 @@ def render(status, tensorboard_port=None):
         lines.append(f"replay {replay['replay_size']:,} transitions   {replay['inserts_per_sec']:,.0f} inserts/s   "
                      f"{replay['samples_per_sec']:,.0f} samples/s   sample:insert "
                      f"{replay['sample_insert_ratio']:.1f}   learner {replay['updates_per_sec']:,.0f} updates/s")
-    if "recent_reward" in status:
-        line = (f"last {min(status['episodes'], RECENT_EPISODES)} episodes: mean reward {status['recent_reward']:.4g}"
-                f"   mean bonus {status['recent_bonus']:.4g}")
-        if "recent_success" in status:
-            line += f"   success rate {status['recent_success']:.2f}"
-        lines.append(line)
+    recent = [f"{label} {status[key]:{form}}" for key, label, form in (
+        ("recent_reward", "mean reward", ".4g"), ("recent_bonus", "mean bonus", ".4g"),
+        ("recent_success", "success rate", ".2f")) if key in status]
+    if recent:
+        lines.append(f"last {min(status['episodes'], RECENT_EPISODES)} episodes: " + "   ".join(recent))
     lines.append("")
     lines.append(f"{'worker':<8}{'state':<10}{'global step':>13}{'steps/s':>9}{'episodes':>10}{'restarts':>10}"
                  f"{'last update':>14}")

@@ -38,8 +38,12 @@ Then the report, into --report-dir (default <out>/report), per task:
   results.json          every number of the tables
   runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
                         config, its sittings and the machine; the tables are computed from these alone
-Only small files go there (no checkpoints), so it can be committed; and a report dir that already holds runs
-keeps them, so one report gathers the sittings of several machines whose run folders are gone or elsewhere.
+Only small files go there, so it can be committed; and a report dir that already holds runs keeps them, so one
+report gathers the sittings of several machines whose run folders are gone or elsewhere. With --carry a run short
+of --steps also leaves its latest checkpoint in its archive (runs/<run>/train/, a few MB, dropped when the run
+reaches its budget): a sitting on a machine without the run's folder, given that report dir, makes the folder
+again from the archive and resumes the run from that checkpoint, its episodes, positions and sittings going on
+from the earlier machine's.
 """
 import argparse
 import csv
@@ -115,6 +119,14 @@ EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --para
 ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
                             "success", "distance")
 ARCHIVED_VISITS = 20_000
+# --carry: the latest checkpoint of a run short of its budget goes into its archive (<archive>/train/), so that
+# a sitting on a machine without the run's folder resumes it from there (restore_carried); the folder restored
+# holds the archive's episodes and positions so far under these names (read with the workers' own, as logdir's
+# patterns match them) and what it was restored from
+CARRIED = logdir.CHECKPOINTS  # the archive is read as a log dir: its checkpoints where a run's are
+CARRIED_EPISODES = "episodes_carried.csv"
+CARRIED_VISITS = "visits_carried.csv"
+CARRIED_FROM = "carried.json"
 FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, plots.py's figure of that measure)
 FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"),
                ("distance reached", "distance_vs_steps.png"))
@@ -218,10 +230,15 @@ def archived_step(report_dir, log_dir):
     return kept.get("global_step", 0)
 
 
+def carried_dir(report_dir, log_dir):
+    """Where the report keeps the checkpoint that a run short of its budget carries (--carry)."""
+    return os.path.join(report_dir, "runs", os.path.basename(log_dir), CARRIED)
+
+
 def plan(out, tasks, methods, seeds, steps, report_dir=None):
     """[(task, method, seed, log_dir, state)] in the order they run; state: done, archived (no folder here, but the
-    report dir's archive of it reached `steps`: an earlier sitting's, on this machine or another), running, resume
-    or new."""
+    report dir's archive of it reached `steps`: an earlier sitting's, on this machine or another), carried (no
+    folder here, and its archive carries a checkpoint to resume from), running, resume or new."""
     runs = []
     for task in tasks:
         for method in methods:
@@ -233,6 +250,8 @@ def plan(out, tasks, methods, seeds, steps, report_dir=None):
                     state = "done"
                 elif report_dir and not os.path.isdir(log_dir) and archived_step(report_dir, log_dir) >= steps:
                     state = "archived"
+                elif report_dir and not os.path.isdir(log_dir) and os.path.isdir(carried_dir(report_dir, log_dir)):
+                    state = "carried"
                 else:
                     state = "resume" if os.path.exists(os.path.join(log_dir, "config.json")) else "new"
                 runs.append((task, method, seed, log_dir, state))
@@ -333,8 +352,9 @@ def run_all(args, launch=subprocess.Popen):
     print(f"{total} runs in {args.out}/runs: {sum(run[4] == 'done' for run in runs)} done, "
           f"{sum(run[4] == 'archived' for run in runs)} done in an earlier sitting (archived in {report_dir}), "
           f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "
-          f"{sum(run[4] == 'resume' for run in todo)} to resume, {sum(run[4] == 'new' for run in todo)} new",
-          flush=True)
+          f"{sum(run[4] == 'resume' for run in todo)} to resume, "
+          f"{sum(run[4] == 'carried' for run in todo)} to resume from a checkpoint the report carries, "
+          f"{sum(run[4] == 'new' for run in todo)} new", flush=True)
     active = {}  # name -> (log_dir, process or None for a run another sitting has going, slot)
     next_print = time.time()
     stop = StopRequest()
@@ -350,6 +370,8 @@ def run_all(args, launch=subprocess.Popen):
                     print(f"{name}: running already (another sitting); waiting for it", flush=True)
                     continue
                 os.makedirs(os.path.dirname(log_dir), exist_ok=True)
+                carried = restore_carried(os.path.dirname(carried_dir(report_dir, log_dir)), log_dir) \
+                    if state == "carried" else None
                 log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
                 slot = free.pop(0)
                 from_step = reached_step(log_dir)
@@ -361,7 +383,9 @@ def run_all(args, launch=subprocess.Popen):
                 active[name] = (log_dir, process, slot)
                 note_sitting(log_dir, event="start", from_step=from_step, budget=args.steps,
                              machine=machine())
-                print(f"{name}: {'resumed' if state == 'resume' else 'started'} (log {log.name})", flush=True)
+                how = (f"resumed from the checkpoint at step {carried:,} that {report_dir} carries"
+                       if state == "carried" else "resumed" if state == "resume" else "started")
+                print(f"{name}: {how} (log {log.name})", flush=True)
             for name, (log_dir, process, slot) in list(active.items()):
                 finished = process.poll() is not None if process else not train.run_processes(log_dir)
                 if finished:
@@ -641,14 +665,13 @@ def archive_run(log_dir, archive, greedy_eval):
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
               f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
-        return
+        return False
     os.makedirs(archive, exist_ok=True)
     episodes = logdir.episode_rows(log_dir, "global_step")
     write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
-    visits = logdir.visit_rows(log_dir)
+    visits = visit_sample(log_dir, reached)
     if visits:
-        sample = np.linspace(0, len(visits) - 1, min(len(visits), ARCHIVED_VISITS)).astype(int)
-        write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), [visits[i] for i in sample])
+        write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), visits)
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
         logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
@@ -658,6 +681,97 @@ def archive_run(log_dir, archive, greedy_eval):
         "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
         "machine": last_machine(read_sittings(log_dir)) or kept.get("machine") or machine(),
         "sittings": read_sittings(log_dir) or kept.get("sittings")})
+    return True
+
+
+def evenly(rows, count):
+    """`count` of `rows` spread evenly over them (all of them if fewer)."""
+    if count <= 0 or not rows:
+        return []
+    return [rows[i] for i in np.linspace(0, len(rows) - 1, min(len(rows), count)).astype(int)]
+
+
+def visit_sample(log_dir, reached):
+    """At most ARCHIVED_VISITS of the run's logged positions, spread evenly over its steps. A run restored from a
+    carried checkpoint has only its archive's sample of the positions before it: that sample keeps the share of
+    the run's steps it stands for, so the map does not lean to the later sittings."""
+    carried_path = os.path.join(log_dir, CARRIED_VISITS)
+    own = [row for path in logdir.paths_of(log_dir, "visits*.csv") if path != carried_path
+           for row in logdir.read_rows(path)]
+    carried = logdir.read_rows(carried_path) if os.path.exists(carried_path) else []
+    carried_step = (logdir.read_json(os.path.join(log_dir, CARRIED_FROM)) or {}).get("step", 0)
+    share = min(1.0, carried_step / reached) if carried and own and reached else 1.0 if carried else 0.0
+    kept = evenly(carried, round(ARCHIVED_VISITS * share))
+    return kept + evenly(own, ARCHIVED_VISITS - len(kept))
+
+
+def run_budget(log_dir):
+    """The run's max_global_steps, from its config.json (None without one)."""
+    config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
+    return config.get("hyperparameters", {}).get("max_global_steps")
+
+
+def checkpoint_step(log_dir):
+    """The global step of the run's latest checkpoint (its name, model.ckpt-<step>), or None."""
+    prefix, _ = logdir.latest_checkpoint(log_dir)
+    match = re.search(r"-(\d+)$", prefix or "")
+    return int(match[1]) if match else None
+
+
+def carry_checkpoint(log_dir, archive, carry):
+    """A run short of its budget carries its latest checkpoint in its archive when `carry` says (--carry), in place
+    of the one it carried before, so that a sitting on another machine resumes it (restore_carried); a run that
+    reached its budget carries none. The step carried, or None. Not while the run goes: its saver deletes old
+    checkpoints as it writes new ones."""
+    carried = os.path.join(archive, CARRIED)
+    budget = run_budget(log_dir)
+    if budget is not None and reached_step(log_dir) >= budget:
+        shutil.rmtree(carried, ignore_errors=True)
+        return None
+    prefix, _ = logdir.latest_checkpoint(log_dir)
+    if not carry or prefix is None or train.run_processes(log_dir):
+        return None
+    staging = carried + ".new"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    name = os.path.basename(prefix)
+    for entry in os.listdir(os.path.dirname(prefix)):
+        if entry.startswith(name + "."):
+            shutil.copy2(os.path.join(os.path.dirname(prefix), entry), staging)
+    with open(os.path.join(staging, "checkpoint"), "w") as handle:
+        handle.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
+    shutil.rmtree(carried, ignore_errors=True)
+    os.replace(staging, carried)
+    return checkpoint_step(archive)
+
+
+def restore_carried(archive, log_dir):
+    """The folder of a run that a sitting on another machine left carried in its archive (carry_checkpoint): the
+    checkpoint, config.json, the episodes and positions so far (those logged past the checkpoint set aside, as a
+    resumed run sets aside its own) and the sittings, so that train.py resumes it from the checkpoint and its
+    archive goes on from the earlier one's. Made aside and moved into place whole. The checkpoint's step."""
+    kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
+    step = checkpoint_step(archive)
+    staging = log_dir.rstrip(os.sep) + ".restoring"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(logdir.checkpoints_dir(archive), logdir.checkpoints_dir(staging))
+    shutil.copy2(os.path.join(archive, "config.json"), os.path.join(staging, "config.json"))
+    episodes = os.path.join(staging, CARRIED_EPISODES)
+    shutil.copy2(os.path.join(archive, "episodes_all.csv"), episodes)
+    logdir.set_aside_rows_after(episodes, step, staging)
+    if os.path.exists(os.path.join(archive, "visits_all.csv")):
+        shutil.copy2(os.path.join(archive, "visits_all.csv"), os.path.join(staging, CARRIED_VISITS))
+    logdir.write_json_atomically(os.path.join(staging, CARRIED_FROM), {
+        "step": step, "archived_step": kept.get("global_step"), "machine": kept.get("machine")})
+    with open(sittings_path(log_dir), "w") as handle:
+        for sitting in kept.get("sittings") or []:
+            handle.write(json.dumps({"time": sitting["started"], "event": "start", "from_step": sitting["from_step"],
+                                     "budget": sitting["budget"], "machine": sitting.get("machine")}) + "\n")
+            if "ended" in sitting:
+                handle.write(json.dumps({"time": sitting["ended"], "event": "end", "at_step": sitting["at_step"],
+                                         "restarts": sitting.get("restarts") or 0}) + "\n")
+    os.replace(staging, log_dir)
+    return step
 
 
 def last_machine(sittings):
@@ -751,10 +865,11 @@ def record_videos(report_dir, evaluated):
             "episode": episode, "command": " ".join(["demo.py", flags[0], f"<out>/runs/{name}", *flags[2:]])})
 
 
-def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False):
+def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False):
     """Figures, tables and JSON of every run in <out>/runs and every run the report dir already holds (from
     other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results. With
-    `videos`, a video per task and method (record_videos)."""
+    `videos`, a video per task and method (record_videos); with `carry`, each unfinished run's latest checkpoint
+    in its archive (carry_checkpoint)."""
     eval_dir = eval_dir or os.path.join(out, "eval")
     evaluated = {}
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
@@ -762,7 +877,12 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
         evaluated[name] = log_dir, evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
-        archive_run(log_dir, os.path.join(report_dir, "runs", name), evaluated[name][1])
+        archive = os.path.join(report_dir, "runs", name)
+        if archive_run(log_dir, archive, evaluated[name][1]):
+            step = carry_checkpoint(log_dir, archive, carry)
+            if step is not None:
+                print(f"{name}: its checkpoint at step {step:,} carried in {archive} (a sitting on a machine "
+                      "without this run's folder resumes it from there)", file=sys.stderr)
     if videos:
         record_videos(report_dir, evaluated)
     found = archived_runs(report_dir)
@@ -1100,6 +1220,11 @@ def parse_args(argv=None):
                         help="episodes of a random agent per task, played once and kept in the report (0: none)")
     parser.add_argument("--no-video", action="store_true", help="no video of each method's best seed")
     parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
+    parser.add_argument("--carry", action="store_true",
+                        help="keep the latest checkpoint of each run short of its budget in its archive in the "
+                             "report (runs/<run>/train/, a few MB; dropped when the run reaches its budget), so "
+                             "that a sitting on a machine without the run's folder resumes it from there: commit "
+                             "or copy the report folder between machines")
     parser.add_argument("--report-dir", help="where the report goes (default <out>/report)")
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
@@ -1126,7 +1251,7 @@ def main(argv=None):
             failed = run_all(args)
         report_dir = report_dir_of(args)
         report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes,
-               videos=not args.no_video)
+               videos=not args.no_video, carry=args.carry)
     except plots.PlotError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2
