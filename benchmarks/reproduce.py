@@ -374,7 +374,7 @@ def run_all(args, launch=subprocess.Popen):
                     if state == "carried" else None
                 log = open(os.path.join(os.path.dirname(log_dir), f"{name}.launch.log"), "a")
                 slot = free.pop(0)
-                from_step = reached_step(log_dir)
+                from_step = reached_step(log_dir) if carried is None else carried
                 # its own session: Ctrl-C reaches this process only, which stops the runs once (stop_runs)
                 process = launch(train_argv(task, method, seed, log_dir, args.steps, slot, args), stdout=log,
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
@@ -735,8 +735,8 @@ def carry_checkpoint(log_dir, archive, carry):
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     name = os.path.basename(prefix)
-    for entry in os.listdir(os.path.dirname(prefix)):
-        if entry.startswith(name + "."):
+    for entry in os.listdir(os.path.dirname(prefix)):  # the variables; not the graph (.meta), which a run rebuilds
+        if entry == name + ".index" or entry.startswith(name + ".data-"):
             shutil.copy2(os.path.join(os.path.dirname(prefix), entry), staging)
     with open(os.path.join(staging, "checkpoint"), "w") as handle:
         handle.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')

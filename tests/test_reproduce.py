@@ -727,7 +727,8 @@ def write_checkpoint(log_dir, *steps):
     train_dir = os.path.join(log_dir, "train")
     os.makedirs(train_dir, exist_ok=True)
     for step in steps:
-        for suffix, data in ((".index", b"index"), (".data-00000-of-00001", bytes(range(256)) * 4)):
+        for suffix, data in ((".index", b"index"), (".data-00000-of-00001", bytes(range(256)) * 4),
+                             (".meta", b"graph")):
             with open(os.path.join(train_dir, f"model.ckpt-{step}{suffix}"), "wb") as handle:
                 handle.write(data + str(step).encode())
     with open(os.path.join(train_dir, "checkpoint"), "w") as handle:
@@ -736,14 +737,14 @@ def write_checkpoint(log_dir, *steps):
 
 
 def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpoint(tmp_path, monkeypatch, capsys):
-    """Machine A's run stopped at 300k of 1M (checkpoint at 250k) carries that checkpoint in its archive (--carry);
+    """Machine A's run stopped at 300k of 1M (checkpoint at 255k) carries that checkpoint in its archive (--carry);
     machine B, without A's folders, restores the run from the archive and resumes it there: the episodes after the
     checkpoint set aside, the sittings going on, the positions' map keeping the share of the steps A's stand for."""
     monkeypatch.setattr(reproduce, "ARCHIVED_VISITS", 40)
     monkeypatch.setattr(reproduce, "PROGRESS_SECS", 0.0)
     report_dir = tmp_path / "report"
     unfinished, finished = (str(tmp_path / "a" / "runs" / f"doom-icm-s{seed}") for seed in (0, 1))
-    for log_dir, episodes, checkpoints in ((unfinished, 30, (200_000, 250_000)), (finished, 100, (1_000_000,))):
+    for log_dir, episodes, checkpoints in ((unfinished, 30, (200_000, 255_000)), (finished, 100, (1_000_000,))):
         write_episodes(log_dir, [1] * episodes)
         write_checkpoint(log_dir, *checkpoints)
         (tmp_path / log_dir / "config.json").write_text(json.dumps({"hyperparameters": {"max_global_steps": 1_000_000}}))
@@ -755,9 +756,9 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     assert not (archive / "train").exists(), "no checkpoint in the report unless --carry asks"
     reproduce.report(str(tmp_path / "a"), str(report_dir), [100_000], eval_episodes=0, carry=True)
     assert sorted(os.listdir(archive / "train")) == [
-        "checkpoint", "model.ckpt-250000.data-00000-of-00001", "model.ckpt-250000.index"]
+        "checkpoint", "model.ckpt-255000.data-00000-of-00001", "model.ckpt-255000.index"]
     assert not (report_dir / "runs" / "doom-icm-s1" / "train").exists(), "a run at its budget carries none"
-    assert "its checkpoint at step 250,000 carried" in capsys.readouterr().err
+    assert "its checkpoint at step 255,000 carried" in capsys.readouterr().err
 
     out = tmp_path / "b"
     states = {os.path.basename(run[3]): run[4]
@@ -768,11 +769,10 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     def launch(argv, **kwargs):  # train.py on machine B: what it finds in the folder, then its own play
         log_dir = argv[argv.index("--log-dir") + 1]
         seen["checkpoint"] = reproduce.checkpoint_step(log_dir)
-        seen["data"] = open(os.path.join(log_dir, "train", "model.ckpt-250000.data-00000-of-00001"), "rb").read()
+        seen["data"] = open(os.path.join(log_dir, "train", "model.ckpt-255000.data-00000-of-00001"), "rb").read()
         seen["config"] = json.load(open(os.path.join(log_dir, "config.json")))
         seen["steps"] = [int(row["global_step"]) for row in logdir_rows(log_dir, "episodes_carried.csv")]
         seen["set aside"] = len(logdir_rows(os.path.join(log_dir, "rewound"), "episodes_carried.csv"))
-        seen["from_step"] = reproduce.reached_step(log_dir)
         with open(os.path.join(log_dir, "episodes_0.csv"), "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(HEADER)
@@ -786,20 +786,19 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     args = reproduce.parse_args(["--task", "doom", "--method", "icm", "--seeds", "0", "1", "--steps", "1M",
                                  "--out", str(out), "--report-dir", str(report_dir)])
     assert reproduce.run_all(args, launch=launch) == []
-    assert "doom-icm-s0: resumed from the checkpoint at step 250,000" in capsys.readouterr().out
-    assert seen["checkpoint"] == 250_000 and seen["data"].endswith(b"250000")
+    assert "doom-icm-s0: resumed from the checkpoint at step 255,000" in capsys.readouterr().out
+    assert seen["checkpoint"] == 255_000 and seen["data"].endswith(b"255000")
     assert seen["config"] == {"hyperparameters": {"max_global_steps": 1_000_000}}
     assert seen["steps"] == list(range(10_000, 250_001, 10_000)) and seen["set aside"] == 5
-    assert seen["from_step"] == 250_000
 
     results = reproduce.report(str(out), str(report_dir), [100_000], eval_episodes=0, carry=True)
     run = results["tasks"]["doom"]["icm"]["seeds"]["0"]
     assert run["global_step"] == 1_000_000 and run["episodes"] == 25 + 75
     assert run["success_at"]["100000"] == 1.0, "machine A's episodes stay in the run"
     assert [(sitting["machine"], sitting["from_step"]) for sitting in run["sittings"]] == [
-        ("a, 2 cores", 0), (reproduce.machine(), 250_000)]
+        ("a, 2 cores", 0), (reproduce.machine(), 255_000)]
     visits = list(csv.DictReader(open(archive / "visits_all.csv")))
-    assert len(visits) == 40 and sum(float(row["x"]) < 10_000 for row in visits) == 10  # a quarter: 250k of 1M
+    assert len(visits) == 40 and sum(float(row["x"]) < 10_000 for row in visits) == 10  # a quarter: 255k of 1M
     assert not (archive / "train").exists(), "the run reached its budget: the report carries its checkpoint no more"
 
 
