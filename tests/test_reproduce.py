@@ -747,7 +747,8 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     for log_dir, episodes, checkpoints in ((unfinished, 30, (200_000, 255_000)), (finished, 100, (1_000_000,))):
         write_episodes(log_dir, [1] * episodes)
         write_checkpoint(log_dir, *checkpoints)
-        (tmp_path / log_dir / "config.json").write_text(json.dumps({"hyperparameters": {"max_global_steps": 1_000_000}}))
+        with open(os.path.join(log_dir, "config.json"), "w") as handle:
+            json.dump({"hyperparameters": {"max_global_steps": 1_000_000}}, handle)
         reproduce.note_sitting(log_dir, event="start", from_step=0, budget=1_000_000, machine="a, 2 cores")
         reproduce.note_sitting(log_dir, event="end", at_step=episodes * 10_000, restarts=1)
     write_visits(unfinished, 1_000)  # x from 0 to 999
