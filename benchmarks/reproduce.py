@@ -11,12 +11,12 @@ Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>
 with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`; on Doom no living
 penalty, on Mario no reward at all; RND, `--unsup rnd`, for `rnd`), with --envs-per-worker environments per
 worker (by default the task's preset's: 4 on Doom, 1 on Mario). Runs go one after another (--parallel N: N at
-once), each with
---workers workers. Running the same command again skips the runs that reached --steps and resumes the others
-from their checkpoints, so a study can span several sittings; a run whose folder is not here but whose archive in
---report-dir reached --steps (a sitting on another machine, since gone) is skipped too; a run that another sitting
-still has going is waited for, and --steps may grow between sittings. Every 30 s it prints the runs done, the
-current runs' steps and success rates (Mario: distances), and the time left at the current rate.
+once), each with --workers workers. Running the same command again skips the runs that reached --steps and
+resumes the others from their checkpoints (the runs begun before the new ones), so a study can span several
+sittings; a run whose folder is not here but whose archive in --report-dir reached --steps (a sitting on another
+machine, since gone) is skipped too; a run that another sitting still has going is waited for, and --steps may
+grow between sittings. Every 30 s it prints the runs done, the current runs' steps and success rates (Mario:
+distances), and the time left at the current rate.
 
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
@@ -75,6 +75,10 @@ PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless
 PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Which runs a sitting takes first, by state (plan()): those another sitting has going (they hold cores that
+# --parallel counts), then those begun in an earlier sitting, here or carried from another machine, so that a study
+# finishes what it began before it begins more; then the new ones.
+LAUNCH_ORDER = {"running": 0, "resume": 1, "carried": 1, "new": 2}
 WINDOW = 100  # episodes in the success rate of the tables (the paper's curves average over such windows)
 SOLVED = 0.9  # the success rate that counts as solving the task
 # Solved for good: from some episode on, every SUSTAINED_WINDOW consecutive episodes to the end of the run have at
@@ -347,8 +351,7 @@ def run_all(args, launch=subprocess.Popen):
     report_dir = report_dir_of(args)
     runs = plan(args.out, args.task, args.method, args.seeds, args.steps, report_dir)
     total, failed, rates = len(runs), [], []
-    # runs another sitting has going come first: they hold cores that --parallel counts
-    todo = sorted((run for run in runs if run[4] not in ("done", "archived")), key=lambda run: run[4] != "running")
+    todo = sorted((run for run in runs if run[4] not in ("done", "archived")), key=lambda run: LAUNCH_ORDER[run[4]])
     print(f"{total} runs in {args.out}/runs: {sum(run[4] == 'done' for run in runs)} done, "
           f"{sum(run[4] == 'archived' for run in runs)} done in an earlier sitting (archived in {report_dir}), "
           f"{sum(run[4] == 'running' for run in todo)} running elsewhere, "

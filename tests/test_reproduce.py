@@ -517,13 +517,13 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     failed = reproduce.run_all(args, launch=fake)
     assert failed == ["doom-a3c-s0"]
     assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in fake.launched] == [
-        "doom-icm-s1", "doom-a3c-s0", "doom-a3c-s1"]
-    first = fake.launched[0]
+        "doom-a3c-s1", "doom-icm-s1", "doom-a3c-s0"], "the run begun in an earlier sitting first, then the new"
+    first = fake.launched[1]
     for flag, value in (("--env-id", "doom"), ("--unsup", "action"), ("--envs-per-worker", "4"),
                         ("--expId", str(reproduce.EXP_ID_BASE)), ("--mode", "child")):
         assert first[first.index(flag) + 1] == value
     assert "seed=1" in first and "max_global_steps=1000000" in first and "--noLifeReward" in first
-    assert fake.launched[1][fake.launched[1].index("--unsup") + 1] == "none"
+    assert fake.launched[2][fake.launched[2].index("--unsup") + 1] == "none"
 
     again = FakeTrain()
     assert reproduce.run_all(study_args(out, "1M"), launch=again) == []
