@@ -624,6 +624,9 @@ def verdict(task, methods):
         return [run for run in summary["seeds"].values()
                 if finished(run) and run.get("sustained_from") is None and run.get("budget", step) < step]
 
+    def stopped_at(runs):
+        return short(max(run["budget"] for run in runs))
+
     majority = icm["runs_finished"] // 2 + 1
     icm_solved, icm_soon = solved_by(icm, paper["by"]), solved_by(icm, int(BEATEN * paper["by"]))
     a3c_solved = solved_by(a3c, paper["by"])
@@ -633,15 +636,15 @@ def verdict(task, methods):
         why += f"; A3C in {a3c_solved} of {a3c['runs_finished']}"
         a3c_short = stopped_short(a3c, paper["by"])
         if a3c_short:
-            why += f" ({len(a3c_short)} of them run to {short(max(run['budget'] for run in a3c_short))} only)"
+            why += f" ({len(a3c_short)} of them run to {stopped_at(a3c_short)} only)"
     if paper["a3c_fails"] and a3c_solved >= a3c["runs_finished"] // 2 + 1:
         return {"verdict": "not reproduced", "why": why}
     if icm_solved < majority:
         icm_short = stopped_short(icm, paper["by"])
         if icm_solved + len(icm_short) >= majority:  # the seeds that stopped early decide: run them on
             return {"verdict": "not judged", "why": f"{why}; {len(icm_short)} unsolved ICM seeds stopped at "
-                                                    f"{short(max(run['budget'] for run in icm_short))}, short of "
-                                                    f"the paper's {short(paper['by'])}: run them on to it"}
+                                                    f"{stopped_at(icm_short)}, short of the paper's "
+                                                    f"{short(paper['by'])}: run them on to it"}
         return {"verdict": "not reproduced", "why": why}
     return {"verdict": "beaten" if icm_soon >= majority else "reproduced", "why": why}
 
