@@ -16,7 +16,9 @@ resumes the others from their checkpoints (the runs begun before the new ones), 
 sittings; a run whose folder is not here but whose archive in --report-dir reached --steps (a sitting on another
 machine, since gone) is skipped too; a run that another sitting still has going is waited for, and --steps may
 grow between sittings. Every 30 s it prints the runs done, the current runs' steps and success rates (Mario:
-distances), and the time left at the current rate.
+distances), and the time left at the current rate. On a machine or a scheduler's job with a time limit,
+--stop-after 2h30m stops the runs then (their final checkpoints), writes the report and exits 75: run the same
+command again, there or (with --carry) on another machine, to go on.
 
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
@@ -75,6 +77,7 @@ PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless
 PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+EXIT_TIME_UP = 75  # sysexits.h's EX_TEMPFAIL, "try again later": --stop-after stopped runs short of their budget
 # Which runs a sitting takes first, by state (plan()): those another sitting has going (they hold cores that
 # --parallel counts), then those begun in an earlier sitting, here or carried from another machine, so that a study
 # finishes what it began before it begins more; then the new ones.
@@ -152,6 +155,29 @@ def parse_steps(text):
     if steps <= 0:
         raise ValueError(f"{text!r}: a step count must be positive")
     return steps
+
+
+DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration(text):
+    """'2h30m' -> 9000.0 seconds, '90m', '45s', '3600'; argparse's error otherwise."""
+    text = str(text).strip()
+    match = DURATION.fullmatch(text)
+    if text.isdigit():
+        seconds = float(text)
+    elif text and match:
+        hours, minutes, secs = (int(part or 0) for part in match.groups())
+        seconds = float(hours * 3600 + minutes * 60 + secs)
+    else:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 2h30m, 90m, 45s, 3600)")
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
+    return seconds
+
+
+class TimeUp(Exception):
+    """--stop-after: the sitting's time is up; its runs were stopped with their final checkpoints."""
 
 
 def step_count(text):
@@ -361,11 +387,16 @@ def run_all(args, launch=subprocess.Popen):
     active = {}  # name -> (log_dir, process or None for a run another sitting has going, slot)
     next_print = time.time()
     stop = StopRequest()
+    ends = None if args.stop_after is None else time.time() + args.stop_after
+
+    def time_up():
+        return ends is not None and time.time() >= ends
+
     previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     try:
-        while (todo or active) and not stop.signum:
+        while (todo or active) and not stop.signum and not time_up():
             free = [slot for slot in range(args.parallel) if slot not in {value[2] for value in active.values()}]
-            while todo and free and not stop.signum:
+            while todo and free and not stop.signum and not time_up():
                 task, method, seed, log_dir, state = todo.pop(0)
                 name = os.path.basename(log_dir)
                 if state == "running":
@@ -417,6 +448,10 @@ def run_all(args, launch=subprocess.Popen):
         if stop.signum:
             stop_runs(active)
             raise Interrupted(stop.signum)
+        if todo or active:  # the time --stop-after gave is up
+            stop_runs(active)
+            raise TimeUp(f"stopped after --stop-after {args.stop_after:,.0f} s with {len(todo) + len(active)} "
+                         f"run(s) short of {args.steps:,} steps")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -1226,6 +1261,11 @@ def parse_args(argv=None):
                         help="episodes of a random agent per task, played once and kept in the report (0: none)")
     parser.add_argument("--no-video", action="store_true", help="no video of each method's best seed")
     parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
+    parser.add_argument("--stop-after", type=duration, metavar="DURATION",
+                        help="stop the runs after this long (2h30m, 90m, 3600: seconds), with their final "
+                             "checkpoints, write the report as ever (leave it some minutes: the greedy evaluations "
+                             "of runs that finished) and exit 75, for a machine or a scheduler's job with a time "
+                             "limit; the same command goes on from there")
     parser.add_argument("--carry", action="store_true",
                         help="keep the latest checkpoint of each run short of its budget in its archive in the "
                              "report (runs/<run>/train/, a few MB; dropped when the run reaches its budget), so "
@@ -1250,11 +1290,14 @@ def report_dir_of(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    failed = []
+    failed, time_up = [], None
     try:
         if not args.report_only:
             os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
-            failed = run_all(args)
+            try:
+                failed = run_all(args)
+            except TimeUp as up:
+                time_up = up
         report_dir = report_dir_of(args)
         report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes,
                videos=not args.no_video, carry=args.carry)
@@ -1268,6 +1311,9 @@ def main(argv=None):
         print("reproduce.py: stopped; run the same command again to go on", file=sys.stderr)
         return 128 + getattr(stop, "signum", signal.SIGINT)
     print(f"wrote {os.path.join(report_dir, 'results.md')}, results.json and the figures")
+    if time_up:
+        print(f"reproduce.py: {time_up}; run the same command again to go on", file=sys.stderr)
+        return EXIT_TIME_UP
     if failed:
         print(f"reproduce.py: {len(failed)} run(s) stopped early: {', '.join(failed)}; run the command again",
               file=sys.stderr)

@@ -665,6 +665,39 @@ def test_ctrl_c_or_sigterm_stops_the_runs_once_waits_for_them_and_leaves_nothing
     assert "Traceback" not in output, output
 
 
+def test_stop_after_stops_the_runs_writes_the_report_and_exits_75(tmp_path):
+    """A machine or a job with a time limit: when --stop-after's time is up, the runs get their stop (final
+    checkpoints), the report is written as ever, and the exit status (75, "try again later") says to go on."""
+    import signal
+
+    import train
+
+    out = tmp_path / "study"
+    log_dir = reproduce.run_dir(str(out), "doom", "icm", 0)
+    write_episodes(reproduce.run_dir(str(out), "doom", "a3c", 0), [0] * 20)  # an earlier run, for the report
+    started = time.time()
+    study = subprocess.run([sys.executable, "-c", STUDY_DRIVER, os.path.join(ROOT, "benchmarks"), CUT_SHORT_TRAIN,
+                            "--task", "doom", "--method", "icm", "--seeds", "0", "--steps", "1M", "--out", str(out),
+                            "--stop-after", "3s", "--eval-episodes", "0", "--random-episodes", "0", "--no-video"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    try:
+        left = train.run_processes(log_dir)
+    finally:
+        ready = os.path.join(log_dir, "ready")
+        if os.path.exists(ready) and open(ready).read():  # a stand-in that no stop reached
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(open(ready).read()), signal.SIGKILL)
+        train.stop_run(log_dir, None, quiet=True)
+    assert study.returncode == reproduce.EXIT_TIME_UP == 75, study.stdout
+    assert time.time() - started >= 3.0
+    with open(os.path.join(log_dir, "signals")) as handle:
+        assert handle.read() == "SIGTERM", "the run got no stop, or more than one: " + study.stdout
+    assert not left, "the run's worker was left running"
+    assert "doom-icm-s0: stopped at step 0" in study.stdout and "run the same command again" in study.stdout
+    assert (out / "report" / "results.md").exists(), "the report is written after the runs stop"
+    assert "Traceback" not in study.stdout, study.stdout
+
+
 def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
     argv = reproduce.train_argv("doomSparse", "icm", 2, str(tmp_path / "run"), 5_000_000, 1,
                                 study_args(tmp_path, "5M"))
@@ -680,7 +713,8 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
     for flags, message in ((["--steps", "five"], "--steps"), (["--parallel", "0"], "must be >= 1"),
-                           (["--method", "ppo"], "--method"), (["--envs-per-worker", "0"], "must be >= 1")):
+                           (["--method", "ppo"], "--method"), (["--envs-per-worker", "0"], "must be >= 1"),
+                           (["--stop-after", "2 hours"], "not a duration"), (["--stop-after", "0m"], "positive")):
         result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "reproduce.py"), "--out",
                                  str(tmp_path), *flags], capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and "Traceback" not in result.stderr and message in result.stderr, result.stderr
