@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import plots  # noqa: E402
 import replay_learning  # noqa: E402
 import reproduce  # noqa: E402
+import status  # noqa: E402
 
 HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated", "bonus",
           "success", "distance", "position_x", "position_y"]
@@ -808,6 +809,7 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
         seen["config"] = json.load(open(os.path.join(log_dir, "config.json")))
         seen["steps"] = [int(row["global_step"]) for row in logdir_rows(log_dir, "episodes_carried.csv")]
         seen["set aside"] = len(logdir_rows(os.path.join(log_dir, "rewound"), "episodes_carried.csv"))
+        seen["status"] = status.render(status.collect(log_dir))  # the carried episodes have no "reward" column
         with open(os.path.join(log_dir, "episodes_0.csv"), "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(HEADER)
@@ -825,6 +827,7 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     assert seen["checkpoint"] == 255_000 and seen["data"].endswith(b"255000")
     assert seen["config"] == {"hyperparameters": {"max_global_steps": 1_000_000}}
     assert seen["steps"] == list(range(10_000, 250_001, 10_000)) and seen["set aside"] == 5
+    assert "last 20 episodes: mean bonus 0   success rate 1.00" in seen["status"], seen["status"]
 
     results = reproduce.report(str(out), str(report_dir), [100_000], eval_episodes=0, carry=True)
     run = results["tasks"]["doom"]["icm"]["seeds"]["0"]
