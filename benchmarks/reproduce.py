@@ -700,13 +700,14 @@ def archive_run(log_dir, archive, greedy_eval):
     episodes (the report's columns), an even sample of its positions, config.json, and run.json (the global
     step reached, the greedy evaluation, the machine). The run's own folder holds checkpoints and lives outside
     the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
-    other machines stay in the tables and the figures."""
+    other machines stay in the tables and the figures. The global step archived, or None where the report already
+    holds the run further (and keeps that)."""
     reached = reached_step(log_dir)
     kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
               f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
-        return False
+        return None
     os.makedirs(archive, exist_ok=True)
     episodes = logdir.episode_rows(log_dir, "global_step")
     write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
@@ -722,7 +723,7 @@ def archive_run(log_dir, archive, greedy_eval):
         "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
         "machine": last_machine(read_sittings(log_dir)) or kept.get("machine") or machine(),
         "sittings": read_sittings(log_dir) or kept.get("sittings")})
-    return True
+    return reached
 
 
 def evenly(rows, count):
@@ -759,14 +760,14 @@ def checkpoint_step(log_dir):
     return int(match[1]) if match else None
 
 
-def carry_checkpoint(log_dir, archive, carry):
+def carry_checkpoint(log_dir, archive, carry, reached):
     """A run short of its budget carries its latest checkpoint in its archive when `carry` says (--carry), in place
     of the one it carried before, so that a sitting on another machine resumes it (restore_carried); a run that
-    reached its budget carries none. The step carried, or None. Not while the run goes: its saver deletes old
+    `reached` its budget carries none. The step carried, or None. Not while the run goes: its saver deletes old
     checkpoints as it writes new ones."""
     carried = os.path.join(archive, CARRIED)
     budget = run_budget(log_dir)
-    if budget is not None and reached_step(log_dir) >= budget:
+    if budget is not None and reached >= budget:
         shutil.rmtree(carried, ignore_errors=True)
         return None
     prefix, _ = logdir.latest_checkpoint(log_dir)
@@ -919,8 +920,9 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
             continue
         evaluated[name] = log_dir, evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
         archive = os.path.join(report_dir, "runs", name)
-        if archive_run(log_dir, archive, evaluated[name][1]):
-            step = carry_checkpoint(log_dir, archive, carry)
+        reached = archive_run(log_dir, archive, evaluated[name][1])
+        if reached is not None:
+            step = carry_checkpoint(log_dir, archive, carry, reached)
             if step is not None:
                 print(f"{name}: its checkpoint at step {step:,} carried in {archive} (a sitting on a machine "
                       "without this run's folder resumes it from there)", file=sys.stderr)
