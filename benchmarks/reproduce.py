@@ -199,9 +199,24 @@ def sittings_path(log_dir):
     return log_dir.rstrip(os.sep) + ".sittings.jsonl"
 
 
+def sitting_line(when, **record):
+    """One line of a run's sittings file, as read_sittings reads it back."""
+    return json.dumps({"time": when, **record}) + "\n"
+
+
 def note_sitting(log_dir, **record):
     with open(sittings_path(log_dir), "a") as handle:
-        handle.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **record}) + "\n")
+        handle.write(sitting_line(time.strftime("%Y-%m-%dT%H:%M:%S"), **record))
+
+
+def sitting_lines(sitting):
+    """The lines that read_sittings reads back as `sitting` (one of its entries): its start, and its end if any."""
+    lines = [sitting_line(sitting["started"], event="start", from_step=sitting["from_step"],
+                          budget=sitting["budget"], machine=sitting.get("machine"))]
+    if "ended" in sitting:
+        lines.append(sitting_line(sitting["ended"], event="end", at_step=sitting["at_step"],
+                                  restarts=sitting.get("restarts") or 0))
+    return lines
 
 
 def supervisor_restarts(log_dir):
@@ -501,8 +516,8 @@ def sustained_from(steps, success, window=SUSTAINED_WINDOW, threshold=SOLVED):
 
 
 def run_summary(log_dir, milestones, reached, measure="success"):
-    config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
-    budget = config.get("hyperparameters", {}).get("max_global_steps")
+    config = run_config(log_dir)
+    budget = budget_of(config)
     if measure == "distance":
         return distance_run_summary(log_dir, milestones, reached, config, budget)
     steps, success = episode_arrays(log_dir, "success")
@@ -747,9 +762,13 @@ def visit_sample(log_dir, reached):
     return kept + evenly(own, ARCHIVED_VISITS - len(kept))
 
 
-def run_budget(log_dir):
-    """The run's max_global_steps, from its config.json (None without one)."""
-    config = logdir.read_json(os.path.join(log_dir, "config.json")) or {}
+def run_config(log_dir):
+    """The run's config.json ({} without one)."""
+    return logdir.read_json(os.path.join(log_dir, "config.json")) or {}
+
+
+def budget_of(config):
+    """A run's max_global_steps, from its config (None without one)."""
     return config.get("hyperparameters", {}).get("max_global_steps")
 
 
@@ -766,7 +785,7 @@ def carry_checkpoint(log_dir, archive, carry, reached):
     `reached` its budget carries none. The step carried, or None. Not while the run goes: its saver deletes old
     checkpoints as it writes new ones."""
     carried = os.path.join(archive, CARRIED)
-    budget = run_budget(log_dir)
+    budget = budget_of(run_config(log_dir))
     if budget is not None and reached >= budget:
         shutil.rmtree(carried, ignore_errors=True)
         return None
@@ -806,12 +825,7 @@ def restore_carried(archive, log_dir):
     logdir.write_json_atomically(os.path.join(staging, CARRIED_FROM), {
         "step": step, "archived_step": kept.get("global_step"), "machine": kept.get("machine")})
     with open(sittings_path(log_dir), "w") as handle:
-        for sitting in kept.get("sittings") or []:
-            handle.write(json.dumps({"time": sitting["started"], "event": "start", "from_step": sitting["from_step"],
-                                     "budget": sitting["budget"], "machine": sitting.get("machine")}) + "\n")
-            if "ended" in sitting:
-                handle.write(json.dumps({"time": sitting["ended"], "event": "end", "at_step": sitting["at_step"],
-                                         "restarts": sitting.get("restarts") or 0}) + "\n")
+        handle.writelines(line for sitting in kept.get("sittings") or [] for line in sitting_lines(sitting))
     os.replace(staging, log_dir)
     return step
 

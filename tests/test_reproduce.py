@@ -541,6 +541,20 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
     assert reproduce.sittings_cell({"sittings": sittings[:1] + [{**sittings[1], "restarts": 2}]}) == "2, 2 restarts"
 
 
+def test_sittings_written_again_from_an_archive_read_back_the_same(tmp_path):
+    """A run restored from a carried archive writes its sittings file again from the archive's entries: read back,
+    they are the same entries, a sitting still going (no end) included."""
+    log_dir = str(tmp_path / "doom-icm-s0")
+    reproduce.note_sitting(log_dir, event="start", from_step=0, budget=1_000_000, machine="a, 2 cores")
+    reproduce.note_sitting(log_dir, event="end", at_step=300_000, restarts=2)
+    reproduce.note_sitting(log_dir, event="start", from_step=300_000, budget=2_000_000, machine=None)
+    sittings = reproduce.read_sittings(log_dir)
+    assert len(sittings) == 2 and "ended" not in sittings[1]
+    with open(reproduce.sittings_path(log_dir), "w") as handle:
+        handle.writelines(line for sitting in sittings for line in reproduce.sitting_lines(sitting))
+    assert reproduce.read_sittings(log_dir) == sittings
+
+
 def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_machine(tmp_path):
     """An earlier machine's run reached 300k and its folder is gone; the run made again from 0 here passes it: its
     archive takes the new run's episodes, sittings and machine (the machine of the latest sitting)."""
