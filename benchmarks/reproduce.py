@@ -24,8 +24,9 @@ Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
   <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
-  <task>/video_<method>.mp4  one greedy episode of the method's best seed (by its greedy evaluation), begun with
-                        random actions as the evaluations are, and its .json: the run, its step, what it did
+  <task>/video_<method>.mp4  one greedy episode of the method's best seed run to its budget (by its greedy
+                        evaluation), begun with random actions as the evaluations are, and its .json: the run, its
+                        step, what it did
   results.md            per task: the verdict against the paper by the criterion of PAPER (not given over seeds of
                         different set-ups: workers x environments per worker); per method over its seeds, its
                         set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
@@ -891,19 +892,24 @@ def record_videos(report_dir, evaluated):
     """A video per task and method from the game's frames, of the seed whose final checkpoint evaluated best
     (`evaluated`: {run name: (log dir, its greedy evaluation or None)}): one greedy episode begun with random
     actions, as the evaluations are. Made again when that seed or its step changes; a task and method with no
-    evaluated run here (their folders on another machine) keep the video they have."""
+    evaluated run here (their folders on another machine) keep the video they have. Only runs at their budget:
+    one stopped short of it is not yet the method's policy; and a kept video of a seed at its budget that evaluated
+    better than the best here (its folder elsewhere) stands."""
     best = {}
     for name, (log_dir, evaluation) in evaluated.items():
         task, method, seed = parse_run_name(name)
-        if evaluation is None:
+        if evaluation is None or not finished({"budget": budget_of(run_config(log_dir)),
+                                                "global_step": reached_step(log_dir)}):
             continue
-        score = (evaluation.get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
+        score = video_score(task, seed, evaluation)
         if (task, method) not in best or score > best[task, method][0]:
             best[task, method] = score, name, seed, log_dir
-    for (task, method), (_, name, seed, log_dir) in sorted(best.items()):
+    for (task, method), (score, name, seed, log_dir) in sorted(best.items()):
         stem = os.path.join(report_dir, task, VIDEO.format(method))
         step, kept = reached_step(log_dir), logdir.read_json(stem + ".json") or {}
         if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
+            continue
+        if kept.get("run") not in (None, name) and kept_video_score(report_dir, kept["run"]) > score:
             continue
         print(f"{name}: a video of one greedy episode", flush=True)
         flags = ["--log-dir", log_dir, "--greedy", "--episodes", "1", "--random-start",
@@ -919,6 +925,22 @@ def record_videos(report_dir, evaluated):
         logdir.write_json_atomically(stem + ".json", {
             "run": name, "seed": seed, "global_step": step, "checkpoint": summary.get("checkpoint"),
             "episode": episode, "command": " ".join(["demo.py", flags[0], f"<out>/runs/{name}", *flags[2:]])})
+
+
+def video_score(task, seed, evaluation):
+    """How record_videos ranks a seed: its greedy evaluation's measure, then the lower seed."""
+    return ((evaluation or {}).get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
+
+
+def kept_video_score(report_dir, name):
+    """The video_score of the run a kept video shows, from its archive; the lowest unless the archive says the
+    run reached its budget."""
+    archive = os.path.join(report_dir, "runs", name)
+    kept = logdir.read_json(os.path.join(archive, "run.json"))
+    if not kept or not finished({"budget": budget_of(run_config(archive)), "global_step": kept["global_step"]}):
+        return (float("-inf"),)
+    task, _, seed = parse_run_name(name)
+    return video_score(task, seed, kept.get("greedy_eval"))
 
 
 def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False):

@@ -5,6 +5,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -343,6 +344,20 @@ def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monke
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
     assert [run for run, _ in recorded[3:]] == ["doomSparse-icm-s1"]
     assert json.loads((report_dir / "doomSparse" / "video_icm.json").read_text())["global_step"] == 1_500_000
+
+    # a run stopped short of its budget is no video, however it evaluates; the kept video of a seed at its budget
+    # (its folder now elsewhere) stands against a worse seed here
+    greedy.update({"doomSparse-icm-s2": 1.0, "doomSparse-icm-s3": 0.6})
+    for name in ("doomSparse-icm-s2", "doomSparse-icm-s3"):
+        write_episodes(out / "runs" / name, [1] * 100)
+        (out / "runs" / name / "train").mkdir()
+        (out / "runs" / name / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
+    (out / "runs" / "doomSparse-icm-s2" / "config.json").write_text(
+        json.dumps({"hyperparameters": {"max_global_steps": 2_000_000}}))
+    shutil.move(out / "runs" / "doomSparse-icm-s1", tmp_path / "elsewhere")
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
+    assert [run for run, _ in recorded[4:]] == []
+    assert json.loads((report_dir / "doomSparse" / "video_icm.json").read_text())["run"] == "doomSparse-icm-s1"
 
 
 def test_a_run_stopped_mid_episode_past_a_milestone_is_counted_there():
