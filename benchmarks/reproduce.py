@@ -220,6 +220,12 @@ def sitting_lines(sitting):
     return lines
 
 
+def write_sittings(log_dir, sittings):
+    """Write a run's sittings file afresh, so that read_sittings reads back `sittings` (its entries)."""
+    with open(sittings_path(log_dir), "w") as handle:
+        handle.writelines(line for sitting in sittings for line in sitting_lines(sitting))
+
+
 def supervisor_restarts(log_dir):
     """How many times this sitting's supervisor started a process of the run again."""
     records = logdir.supervisor_records(log_dir)
@@ -711,14 +717,13 @@ def machine():
     return f"{platform.node() or 'unknown host'}, {os.cpu_count()} cores"
 
 
-def archive_run(log_dir, archive, greedy_eval):
+def archive_run(log_dir, archive, reached, greedy_eval):
     """Keep what the report needs of a run in `archive` (a small folder that plots.py reads as a log dir): its
     episodes (the report's columns), an even sample of its positions, config.json, and run.json (the global
     step reached, the greedy evaluation, the machine). The run's own folder holds checkpoints and lives outside
     the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
-    other machines stay in the tables and the figures. The global step archived, or None where the report already
-    holds the run further (and keeps that)."""
-    reached = reached_step(log_dir)
+    other machines stay in the tables and the figures. `reached`: the run's global step (reached_step). The global
+    step archived, or None where the report already holds the run further (and keeps that)."""
     kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
@@ -825,8 +830,7 @@ def restore_carried(archive, log_dir):
         shutil.copy2(os.path.join(archive, "visits_all.csv"), os.path.join(staging, CARRIED_VISITS))
     logdir.write_json_atomically(os.path.join(staging, CARRIED_FROM), {
         "step": step, "archived_step": kept.get("global_step"), "machine": kept.get("machine")})
-    with open(sittings_path(log_dir), "w") as handle:
-        handle.writelines(line for sitting in kept.get("sittings") or [] for line in sitting_lines(sitting))
+    write_sittings(log_dir, kept.get("sittings") or [])
     os.replace(staging, log_dir)
     return step
 
@@ -890,23 +894,22 @@ def play_random(out, report_dir, task, episodes):
 
 def record_videos(report_dir, evaluated):
     """A video per task and method from the game's frames, of the seed whose final checkpoint evaluated best
-    (`evaluated`: {run name: (log dir, its greedy evaluation or None)}): one greedy episode begun with random
+    (`evaluated`: {run name: (log dir, its global step, its greedy evaluation or None)}): one greedy episode begun with random
     actions, as the evaluations are. Made again when that seed or its step changes; a task and method with no
     evaluated run here (their folders on another machine) keep the video they have. Only runs at their budget:
     one stopped short of it is not yet the method's policy; and a kept video of a seed at its budget that evaluated
     better than the best here (its folder elsewhere) stands."""
     best = {}
-    for name, (log_dir, evaluation) in evaluated.items():
+    for name, (log_dir, step, evaluation) in evaluated.items():
         task, method, seed = parse_run_name(name)
-        if evaluation is None or not finished({"budget": budget_of(run_config(log_dir)),
-                                                "global_step": reached_step(log_dir)}):
+        if evaluation is None or not finished({"budget": budget_of(run_config(log_dir)), "global_step": step}):
             continue
         score = video_score(task, seed, evaluation)
         if (task, method) not in best or score > best[task, method][0]:
-            best[task, method] = score, name, seed, log_dir
-    for (task, method), (score, name, seed, log_dir) in sorted(best.items()):
+            best[task, method] = score, name, seed, log_dir, step
+    for (task, method), (score, name, seed, log_dir, step) in sorted(best.items()):
         stem = os.path.join(report_dir, task, VIDEO.format(method))
-        step, kept = reached_step(log_dir), logdir.read_json(stem + ".json") or {}
+        kept = logdir.read_json(stem + ".json") or {}
         if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
             continue
         if kept.get("run") not in (None, name) and kept_video_score(report_dir, kept["run"]) > score:
@@ -951,16 +954,17 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
     eval_dir = eval_dir or os.path.join(out, "eval")
     evaluated = {}
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
-        if reached_step(log_dir) == 0:  # stopped before its first step (a sitting stopped as it began): no seed
+        step = reached_step(log_dir)
+        if step == 0:  # stopped before its first step (a sitting stopped as it began): no seed
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
-        evaluated[name] = log_dir, evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
+        evaluation = evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
+        evaluated[name] = log_dir, step, evaluation
         archive = os.path.join(report_dir, "runs", name)
-        reached = archive_run(log_dir, archive, evaluated[name][1])
-        if reached is not None:
-            step = carry_checkpoint(log_dir, archive, carry, reached)
-            if step is not None:
-                print(f"{name}: its checkpoint at step {step:,} carried in {archive} (a sitting on a machine "
+        if archive_run(log_dir, archive, step, evaluation) is not None:
+            carried = carry_checkpoint(log_dir, archive, carry, step)
+            if carried is not None:
+                print(f"{name}: its checkpoint at step {carried:,} carried in {archive} (a sitting on a machine "
                       "without this run's folder resumes it from there)", file=sys.stderr)
     if videos:
         record_videos(report_dir, evaluated)

@@ -565,8 +565,7 @@ def test_sittings_written_again_from_an_archive_read_back_the_same(tmp_path):
     reproduce.note_sitting(log_dir, event="start", from_step=300_000, budget=2_000_000, machine=None)
     sittings = reproduce.read_sittings(log_dir)
     assert len(sittings) == 2 and "ended" not in sittings[1]
-    with open(reproduce.sittings_path(log_dir), "w") as handle:
-        handle.writelines(line for sitting in sittings for line in reproduce.sitting_lines(sitting))
+    reproduce.write_sittings(log_dir, sittings)
     assert reproduce.read_sittings(log_dir) == sittings
 
 
@@ -579,10 +578,9 @@ def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_mach
     with open(os.path.join(archive, "run.json"), "w") as handle:
         json.dump({"global_step": 300_000, "machine": "old-host, 2 cores", "sittings": []}, handle)
     write_episodes(log_dir, [0] * 5, step_every=100_000)  # 500k
-    with open(reproduce.sittings_path(log_dir), "w") as handle:
-        handle.write(json.dumps({"time": "t0", "event": "start", "from_step": 0, "budget": 5_000_000,
-                                 "machine": "new-host, 16 cores"}) + "\n")
-    reproduce.archive_run(log_dir, archive, None)
+    reproduce.write_sittings(log_dir, [{"started": "t0", "from_step": 0, "budget": 5_000_000,
+                                        "machine": "new-host, 16 cores"}])
+    reproduce.archive_run(log_dir, archive, reproduce.reached_step(log_dir), None)
     kept = json.load(open(os.path.join(archive, "run.json")))
     assert (kept["global_step"], kept["machine"], len(kept["sittings"])) == (500_000, "new-host, 16 cores", 1)
 
