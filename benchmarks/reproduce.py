@@ -722,17 +722,18 @@ def archive_run(log_dir, archive, reached, greedy_eval):
     episodes (the report's columns), an even sample of its positions, config.json, and run.json (the global
     step reached, the greedy evaluation, the machine). The run's own folder holds checkpoints and lives outside
     the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
-    other machines stay in the tables and the figures. `reached`: the run's global step (reached_step). The global
-    step archived, or None where the report already holds the run further (and keeps that)."""
+    other machines stay in the tables and the figures. `reached`: the run's global step (reached_step). Whether it
+    archived the run: not where the report already holds it further (and keeps that)."""
     kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
               f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
-        return None
+        return False
     os.makedirs(archive, exist_ok=True)
     episodes = logdir.episode_rows(log_dir, "global_step")
     write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
     visits = visit_sample(log_dir, reached)
+    sittings = read_sittings(log_dir)
     if visits:
         write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), visits)
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
@@ -742,9 +743,9 @@ def archive_run(log_dir, archive, reached, greedy_eval):
         "global_step": reached,
         # an earlier evaluation stands only for the step it was made at: not beside a run that has gone on since
         "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
-        "machine": last_machine(read_sittings(log_dir)) or kept.get("machine") or machine(),
-        "sittings": read_sittings(log_dir) or kept.get("sittings")})
-    return reached
+        "machine": last_machine(sittings) or kept.get("machine") or machine(),
+        "sittings": sittings or kept.get("sittings")})
+    return True
 
 
 def evenly(rows, count):
@@ -894,11 +895,11 @@ def play_random(out, report_dir, task, episodes):
 
 def record_videos(report_dir, evaluated):
     """A video per task and method from the game's frames, of the seed whose final checkpoint evaluated best
-    (`evaluated`: {run name: (log dir, its global step, its greedy evaluation or None)}): one greedy episode begun with random
-    actions, as the evaluations are. Made again when that seed or its step changes; a task and method with no
-    evaluated run here (their folders on another machine) keep the video they have. Only runs at their budget:
-    one stopped short of it is not yet the method's policy; and a kept video of a seed at its budget that evaluated
-    better than the best here (its folder elsewhere) stands."""
+    (`evaluated`: {run name: (log dir, its global step, its greedy evaluation or None)}): one greedy episode begun
+    with random actions, as the evaluations are. Made again when that seed or its step changes; a task and method
+    with no evaluated run here (their folders on another machine) keep the video they have. Only runs at their
+    budget: one stopped short of it is not yet the method's policy; and a kept video of a seed at its budget that
+    evaluated better than the best here (its folder elsewhere) stands."""
     best = {}
     for name, (log_dir, step, evaluation) in evaluated.items():
         task, method, seed = parse_run_name(name)
@@ -961,7 +962,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
         evaluation = evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
         evaluated[name] = log_dir, step, evaluation
         archive = os.path.join(report_dir, "runs", name)
-        if archive_run(log_dir, archive, step, evaluation) is not None:
+        if archive_run(log_dir, archive, step, evaluation):
             carried = carry_checkpoint(log_dir, archive, carry, step)
             if carried is not None:
                 print(f"{name}: its checkpoint at step {carried:,} carried in {archive} (a sitting on a machine "
