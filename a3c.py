@@ -374,9 +374,7 @@ class A3C:
     def status(self):
         """What the heartbeat shows beside the common fields: the session.runs the distributed runtime made the
         worker run again (AbortRetrySession), by cause."""
-        if self.session is None:  # not started
-            return {}
-        return {"retried_runs": {"stuck": self.session.timeouts, "aborted": self.session.aborts}}
+        return {} if self.session is None else self.session.retried()  # None: not started
 
     @property
     def skipped_in_a_row(self):

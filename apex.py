@@ -32,7 +32,7 @@ import curiosity
 import offpolicy
 import replay
 from acting import NetworkCopy
-from sessions import Timings
+from sessions import AbortRetrySession, Timings
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("apex")
@@ -128,6 +128,7 @@ class Actor:
         # its acting network in a session of its own (acting.NetworkCopy), loaded at each sync; None: it acts on
         # the cluster's
         self.copy = NetworkCopy(graph.actor_network, graph.acting_variables, self.seed) if config.acting_copy else None
+        self.session = None  # its runs', once it runs (AbortRetrySession): retried when stuck or aborted
         self.pending = []  # transitions' columns not sent yet
         self.unsent_steps = 0
         # the heartbeat's fields (sessions.Heartbeat)
@@ -135,8 +136,10 @@ class Actor:
         self.timings = Timings()
 
     def run(self, session, stop_flag, heartbeat, episode_logger):
-        """Play until the global step reaches max_global_steps or a stop is asked."""
-        graph = self.graph
+        """Play until the global step reaches max_global_steps or a stop is asked. Its runs are retried when the
+        distributed runtime aborts or sticks them (sessions.AbortRetrySession), all but the sends (see send)."""
+        graph, sender = self.graph, session
+        self.session = session = AbortRetrySession(session)
         self.sync(session)
         since_sync = 0
         bonus = None
@@ -158,7 +161,7 @@ class Actor:
             self.unsent_steps += len(actions)
             since_sync += 1
             if self.unsent_steps >= SEND_EVERY * len(actions):
-                self.send(session)
+                self.send(sender)
             if since_sync >= SYNC_EVERY:
                 with self.timings.phase("sync"):
                     self.sync(session)
@@ -167,7 +170,9 @@ class Actor:
 
     def send(self, session):
         """The pending transitions with their priorities into the learner's queue, and the steps played into the
-        global step, in one session.run (it waits while the queue is full)."""
+        global step, in one session.run (it waits while the queue is full). Never run again on a deadline: a
+        FIFOQueue's enqueue_many puts in what fits as room comes, so a cancelled send may have put in part of its
+        transitions; an actor stuck here is hung, and restarted (supervise.py)."""
         graph = self.graph
         if self.pending:
             columns = [np.concatenate(column) for column in list(zip(*self.pending))[:graph.columns]]
@@ -207,7 +212,8 @@ class Actor:
     def status(self):
         """The status view's figures of an actor: its exploration, as its learner describes it (DQN: the
         epsilons; SAC: random actions or its policy)."""
-        return self.graph.network.actor_status(self.last_global_step, self.epsilons)
+        return {**self.graph.network.actor_status(self.last_global_step, self.epsilons),
+                **(self.session.retried() if self.session else {})}
 
 
 class Learner:
@@ -219,11 +225,14 @@ class Learner:
         self.last_global_step = self.steps_trained = self.skipped_updates = 0
         self.updates = 0  # this incarnation's; the run's count is the `updates` variable
         self.updates_before = 0
+        self.session = None  # its runs', once it runs (AbortRetrySession), as the actor's
         self.timings = Timings()
         self.started = time.time()
 
     def run(self, session, stop_flag, heartbeat):
-        """Receive and train until the global step reaches max_global_steps or a stop is asked."""
+        """Receive and train until the global step reaches max_global_steps or a stop is asked (its runs retried as
+        the actor's are: a retried update cancelled after it was applied is one update more)."""
+        self.session = session = AbortRetrySession(session)
         self.updates_before = int(session.run(self.graph.network.updates))
         self.receive(session)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
@@ -255,10 +264,11 @@ class Learner:
             self.steps_trained += count
         return count
 
-    def finish(self, session, actors, stop_flag, heartbeat):
+    def finish(self, actors, stop_flag, heartbeat):
         """Serve the `actors` until each has learnt that the run is over and finished by itself (FINISH_GRACE_SECS
         at most), so that no actor's last send waits on a full queue, or on a learner that is gone; then make the
-        updates their last transitions owe: the run ends at the replay ratio."""
+        updates their last transitions owe: the run ends at the replay ratio. After `run`, on its session."""
+        session = self.session
         deadline = time.time() + FINISH_GRACE_SECS
         while time.time() < deadline and session.run(self.graph.finished_actors) < actors:
             if not self.receive(session):
@@ -272,7 +282,8 @@ class Learner:
         self.sampler.close()
 
     def status(self):
-        return offpolicy.replay_status(self.memory, self.updates, self.started)
+        return {**offpolicy.replay_status(self.memory, self.updates, self.started),
+                **(self.session.retried() if self.session else {})}
 
 
 def devices(job, task):

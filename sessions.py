@@ -24,9 +24,10 @@ tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
 
 ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate RunGraph request, or that stuck
-# A session.run of the A3C worker's that has not returned after this long is stuck in the distributed runtime (its
-# updates take well under a second, even at K = 16 on a loaded 2-core machine): cancelled and run again, before
-# the supervisor, which waits 30 s without a heartbeat, takes the worker for hung and restarts it.
+# A session.run of an A3C worker's, or of an Ape-X actor's or learner's, that has not returned after this long is
+# stuck in the distributed runtime (an A3C update takes well under a second, even at K = 16 on a loaded 2-core
+# machine): cancelled and run again, before the supervisor, which waits 30 s without a heartbeat, takes the worker
+# for hung and restarts it.
 RUN_TIMEOUT_SECS = 20.0
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
@@ -157,6 +158,10 @@ class AbortRetrySession:
                 else:
                     self.aborts += 1
                     logger.warning("session.run aborted (%s); retrying", abort_reason(error.message))
+
+    def retried(self):
+        """The runs it ran again, by cause, as a heartbeat shows them (status.py's worker line)."""
+        return {"retried_runs": {"stuck": self.timeouts, "aborted": self.aborts}}
 
 
 def described_error(raised):

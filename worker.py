@@ -408,7 +408,7 @@ def run_apex(args):
                 try:
                     trainer.run(session, stop_flag, heartbeat)
                     if not stop_flag.stop:
-                        trainer.finish(session, len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
+                        trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
                 finally:
                     trainer.close()
                 heartbeat.beat(trainer, 0, state="stopping", force=True)

@@ -576,3 +576,77 @@ def test_an_apex_actor_acts_on_its_copy_of_the_learners_q_after_each_sync(graph)
     actor.close()
     actor.copy = None  # acting on the cluster's actor-side copy instead
     np.testing.assert_allclose(actor.acting_outputs(session, observations), learners, rtol=1e-5, atol=1e-6)
+
+
+
+class StuckOnce:
+    """A session whose first run that `sticks(fetches)` picks never returns, as TensorFlow's distributed runtime
+    now and then leaves one: it fails as its deadline fails it, with a DeadlineExceededError."""
+
+    def __init__(self, session, sticks):
+        self.session, self.sticks, self.stuck = session, sticks, 0
+
+    def run(self, fetches, feed_dict=None, options=None):
+        import tensorflow as tf
+
+        if not self.stuck and self.sticks(fetches[0] if isinstance(fetches, list) else fetches):
+            self.stuck += 1
+            raise tf.errors.DeadlineExceededError(None, None, "Timed out waiting for the step")
+        return self.session.run(fetches, feed_dict, options=options)
+
+
+class Unattended:
+    """The stop flag, heartbeat and episode logger of an actor or learner run by hand: never stops, logs nothing."""
+    stop = False
+    episodes = 0
+
+    def beat(self, *args, **kwargs):
+        pass
+
+    def __call__(self, stats):
+        pass
+
+
+def test_an_apex_actor_runs_a_stuck_sync_again_but_never_a_send(graph):
+    """A stuck weight fetch is cancelled and run again, and the actor plays on; a stuck send is raised (the
+    worker ends and the supervisor restarts it), since a cancelled enqueue_many may have put part of its
+    transitions in the queue. A learner's stuck receive is run again too."""
+    import tensorflow as tf
+
+    import apex
+    import envs
+    import replay
+
+    config = small_config(max_global_steps=120)
+    env = envs.create_env("Corridor-v0")
+    network = apex.ApeXGraph(env.observation_space, env.action_space, config, "mlp", "/cpu:0", "/cpu:0")
+    session = tf.compat.v1.Session()
+    session.run(tf.compat.v1.global_variables_initializer())
+    unattended = Unattended()
+
+    def play(sticks):
+        actor = apex.Actor(network, [env], config, 0, 2)
+        stuck = StuckOnce(session, sticks)
+        try:
+            actor.run(stuck, unattended, unattended, unattended)
+        finally:
+            actor.close()
+        return actor, stuck
+
+    actor, stuck = play(lambda fetch: fetch is network.sync)
+    sent = int(session.run(network.queue.size()))
+    assert stuck.stuck == 1 and actor.last_global_step >= config.max_global_steps and sent > 0
+    memory = replay.PrioritizedReplay(1000, env.observation_space.shape, np.float32, alpha=0.5)
+    learner = apex.Learner(network, config, memory, writer=None)
+    receiving = StuckOnce(session, lambda fetch: fetch is network.received)
+    learner.run(receiving, unattended, unattended)  # its first receive takes all: the run is over
+    receiving.stuck = 0  # and again in its finish, on the same session
+    learner.finish(0, unattended, unattended)
+    learner.close()
+    assert receiving.stuck == 1 and memory.inserted == sent
+    assert actor.status()["retried_runs"] == {"stuck": 1, "aborted": 0}, "the status view shows them"
+    assert learner.status()["retried_runs"] == {"stuck": 2, "aborted": 0}
+    step = int(session.run(network.network.global_step))
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        play(lambda fetch: fetch is network.send)
+    assert int(session.run(network.network.global_step)) == step
