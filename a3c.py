@@ -18,7 +18,7 @@ from constants import CURIOSITY_CHOICES
 import curiosity
 from acting import QUEUE_POLL_SECS, ActingCopy, RunnerThread
 from model import LSTMPolicy
-from sessions import AbortRetrySession, NonFiniteGuard, Timings, global_step_variable, guarded_apply
+from sessions import AbortRetrySession, NonFiniteGuard, Timings, global_step_variable, guarded_apply, retried_runs
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -374,7 +374,7 @@ class A3C:
     def status(self):
         """What the heartbeat shows beside the common fields: the session.runs the distributed runtime made the
         worker run again (AbortRetrySession), by cause."""
-        return {} if self.session is None else self.session.retried()  # None: not started
+        return retried_runs(self.session)
 
     @property
     def skipped_in_a_row(self):

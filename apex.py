@@ -32,7 +32,7 @@ import curiosity
 import offpolicy
 import replay
 from acting import NetworkCopy
-from sessions import AbortRetrySession, Timings
+from sessions import AbortRetrySession, Timings, retried_runs
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("apex")
@@ -213,7 +213,7 @@ class Actor:
         """The status view's figures of an actor: its exploration, as its learner describes it (DQN: the
         epsilons; SAC: random actions or its policy)."""
         return {**self.graph.network.actor_status(self.last_global_step, self.epsilons),
-                **(self.session.retried() if self.session else {})}
+                **retried_runs(self.session)}
 
 
 class Learner:
@@ -283,7 +283,7 @@ class Learner:
 
     def status(self):
         return {**offpolicy.replay_status(self.memory, self.updates, self.started),
-                **(self.session.retried() if self.session else {})}
+                **retried_runs(self.session)}
 
 
 def devices(job, task):

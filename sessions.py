@@ -164,6 +164,11 @@ class AbortRetrySession:
         return {"retried_runs": {"stuck": self.timeouts, "aborted": self.aborts}}
 
 
+def retried_runs(session):
+    """A task's heartbeat field of the runs its AbortRetrySession ran again (`retried`); none before it has one."""
+    return {} if session is None else session.retried()
+
+
 def described_error(raised):
     """The OpError that `Session.run` failed on, also where it failed while describing it.
 
