@@ -677,9 +677,10 @@ def verdict(task, methods):
                    if finished(run) and run.get("sustained_from") is not None and run["sustained_from"] <= step)
 
     def stopped_short(summary, step):
-        """The seeds run to a budget short of `step` without being solved: they might still have been by then."""
+        """The seeds run to a budget short of `step` without being solved: they might still have been by then (not
+        a row without a budget, an earlier report's: nothing says how far it went, nor can it be run on)."""
         return [run for run in summary["seeds"].values()
-                if finished(run) and run.get("sustained_from") is None and run.get("budget", step) < step]
+                if finished(run) and run.get("sustained_from") is None and (run.get("budget") or step) < step]
 
     def stopped_at(runs):
         return short(max(run["budget"] for run in runs))

@@ -422,6 +422,9 @@ def test_the_verdict_follows_the_stated_criterion():
                             "a3c": summary_of([3_000_000] * 3)})["verdict"] == "beaten"
     assert verdict("doom", {"icm": summary_of([4_500_000] * 3),
                             "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"  # later than 4M
+    # rows without a budget (an earlier report's) count as run to their end: none of them can be run on
+    assert verdict("doomSparse", {"icm": summary_of([4_600_000, None, None], budgets=[None] * 3),
+                                  "a3c": summary_of([None] * 3)})["verdict"] == "not reproduced"
     two_seeds = verdict("doomSparse", {"icm": summary_of([4_600_000] * 2), "a3c": summary_of([None] * 3)})
     assert two_seeds["verdict"] == "not judged" and "2 ICM and 3 A3C seeds" in two_seeds["why"]
     assert verdict("MountainCar-v0", {}) is None
