@@ -18,7 +18,8 @@ machine, since gone) is skipped too; a run that another sitting still has going 
 grow between sittings. Every 30 s it prints the runs done, the current runs' steps and success rates (Mario:
 distances), and the time left at the current rate. On a machine or a scheduler's job with a time limit,
 --stop-after 2h30m stops the runs then (their final checkpoints), writes the report and exits 75: run the same
-command again, there or (with --carry) on another machine, to go on.
+command again, there or (with --carry) on another machine, to go on. That report evaluates only runs that reached
+their budget; the evaluations of the others and the random agent wait for the next report.
 
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
@@ -948,19 +949,27 @@ def kept_video_score(report_dir, name):
     return video_score(task, seed, kept.get("greedy_eval"))
 
 
-def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False):
+def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False,
+           time_up=False):
     """Figures, tables and JSON of every run in <out>/runs and every run the report dir already holds (from
     other sittings or machines: its runs/ archives, and the rows of an earlier results.json); the results. With
     `videos`, a video per task and method (record_videos); with `carry`, each unfinished run's latest checkpoint
-    in its archive (carry_checkpoint)."""
+    in its archive (carry_checkpoint). With `time_up` (the sitting's --stop-after has passed), only what cannot
+    wait: no greedy evaluation of a run short of its budget and no random agent (a later report makes them; on
+    Mario they take many minutes), but the evaluation of a run at its budget, whose folder may not outlive the
+    sitting."""
     eval_dir = eval_dir or os.path.join(out, "eval")
-    evaluated = {}
+    evaluated, deferred = {}, []
     for name, log_dir in find_runs(os.path.join(out, "runs")).items():
         step = reached_step(log_dir)
         if step == 0:  # stopped before its first step (a sitting stopped as it began): no seed
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
-        evaluation = evaluate(log_dir, eval_episodes, os.path.join(eval_dir, name))
+        at_budget = finished({"budget": budget_of(run_config(log_dir)), "global_step": step})
+        if time_up and not at_budget and eval_episodes > 0:
+            deferred.append(f"the greedy evaluation of {name}")
+        evaluation = evaluate(log_dir, eval_episodes if at_budget or not time_up else 0,
+                              os.path.join(eval_dir, name))
         evaluated[name] = log_dir, step, evaluation
         archive = os.path.join(report_dir, "runs", name)
         if archive_run(log_dir, archive, step, evaluation):
@@ -975,7 +984,12 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
         raise plots.PlotError(f"no runs in {os.path.join(out, 'runs')}: run the study first")
     figure = plot_tasks(found, report_dir)
     for task in found:
-        play_random(out, report_dir, task, random_episodes)
+        if time_up and random_episodes > 0 and not os.path.exists(os.path.join(report_dir, task, RANDOM_BASELINE)):
+            deferred.append(f"the random agent on {task}")
+        play_random(out, report_dir, task, 0 if time_up else random_episodes)
+    if deferred:
+        print(f"the time is up: {', '.join(deferred)} left to the next report (the same command, or --report-only)",
+              file=sys.stderr)
     results = summarise(report_dir, milestones)
     results["figure"] = {"file": FIGURE, **(figure or {"panels": None})}
     logdir.write_json_atomically(os.path.join(report_dir, "results.json"), results)
@@ -1307,9 +1321,10 @@ def parse_args(argv=None):
     parser.add_argument("--report-only", action="store_true", help="no runs: the report of what is there")
     parser.add_argument("--stop-after", type=duration, metavar="DURATION",
                         help="stop the runs after this long (2h30m, 90m, 3600: seconds), with their final "
-                             "checkpoints, write the report as ever (leave it some minutes: the greedy evaluations "
-                             "of runs that finished) and exit 75, for a machine or a scheduler's job with a time "
-                             "limit; the same command goes on from there")
+                             "checkpoints, write the report (leave it some minutes: the greedy evaluations of runs "
+                             "that finished; runs short of their budget and the random agent wait for the next "
+                             "report) and exit 75, for a machine or a scheduler's job with a time limit; the same "
+                             "command goes on from there")
     parser.add_argument("--carry", action="store_true",
                         help="keep the latest checkpoint of each run short of its budget in its archive in the "
                              "report (runs/<run>/train/, a few MB; dropped when the run reaches its budget), so "
@@ -1344,7 +1359,7 @@ def main(argv=None):
                 time_up = up
         report_dir = report_dir_of(args)
         report(args.out, report_dir, args.at, args.eval_episodes, random_episodes=args.random_episodes,
-               videos=not args.no_video, carry=args.carry)
+               videos=not args.no_video, carry=args.carry, time_up=time_up is not None)
     except plots.PlotError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2

@@ -292,6 +292,42 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert "| ICM | 0 | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
+def test_when_the_time_is_up_only_runs_at_their_budget_are_evaluated_and_the_rest_waits(tmp_path, monkeypatch,
+                                                                                         capsys):
+    out, report_dir = tmp_path / "study", tmp_path / "report"
+    for seed, budget in ((0, 1_000_000), (1, 2_000_000)):  # seed 0 at its budget, seed 1 paused halfway
+        log_dir = out / "runs" / f"doomSparse-icm-s{seed}"
+        write_episodes(log_dir, [1] * 100)
+        (log_dir / "config.json").write_text(json.dumps({"hyperparameters": {"max_global_steps": budget}}))
+        (log_dir / "train").mkdir()
+        (log_dir / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
+    calls = []
+
+    def demo_py(argv, **kwargs):
+        calls.append(argv)
+        target = argv[argv.index("--out") + 1]
+        os.makedirs(target, exist_ok=True)
+        summary = ({"episodes": 5, "success_rate": 0.0, "episode_details": []} if "--random" in argv else
+                   {"episodes": 20, "success_rate": 0.9, "distinct_episodes": 20, "random_start": 30})
+        with open(os.path.join(target, "summary.json"), "w") as handle:
+            json.dump(summary, handle)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(reproduce, "subprocess", type("Subprocess", (), {"run": staticmethod(demo_py)}))
+    results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, random_episodes=5,
+                               time_up=True)
+    assert [os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in calls] == ["doomSparse-icm-s0"]
+    seeds = results["tasks"]["doomSparse"]["icm"]["seeds"]
+    assert seeds["0"]["greedy_eval"]["success_rate"] == 0.9 and seeds["1"]["greedy_eval"] is None
+    assert not (report_dir / "doomSparse" / reproduce.RANDOM_BASELINE).exists()
+    assert ("the time is up: the greedy evaluation of doomSparse-icm-s1, the random agent on doomSparse left to "
+            "the next report") in capsys.readouterr().err
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, random_episodes=5)
+    assert sorted(os.path.basename(argv[argv.index("--log-dir") + 1]) for argv in calls[1:]) == [
+        "doomSparse", "doomSparse-icm-s1"], "the next report makes what waited, and not the evaluation made"
+    assert (report_dir / "doomSparse" / reproduce.RANDOM_BASELINE).exists()
+
+
 def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monkeypatch):
     out, report_dir = tmp_path / "study", tmp_path / "report"
     greedy = {"doomSparse-icm-s0": 0.5, "doomSparse-icm-s1": 0.9, "doomSparse-a3c-s0": 0.0, "mario-icm-s0": 700.0,
@@ -709,7 +745,7 @@ def test_stop_after_stops_the_runs_writes_the_report_and_exits_75(tmp_path):
     started = time.time()
     study = subprocess.run([sys.executable, "-c", STUDY_DRIVER, os.path.join(ROOT, "benchmarks"), CUT_SHORT_TRAIN,
                             "--task", "doom", "--method", "icm", "--seeds", "0", "--steps", "1M", "--out", str(out),
-                            "--stop-after", "3s", "--eval-episodes", "0", "--random-episodes", "0", "--no-video"],
+                            "--stop-after", "3s", "--eval-episodes", "0", "--random-episodes", "2", "--no-video"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     try:
         left = train.run_processes(log_dir)
@@ -726,6 +762,8 @@ def test_stop_after_stops_the_runs_writes_the_report_and_exits_75(tmp_path):
     assert not left, "the run's worker was left running"
     assert "doom-icm-s0: stopped at step 0" in study.stdout and "run the same command again" in study.stdout
     assert (out / "report" / "results.md").exists(), "the report is written after the runs stop"
+    assert "the random agent on doom left to the next report" in study.stdout, "the time is up: it waits"
+    assert not (out / "report" / "doom" / reproduce.RANDOM_BASELINE).exists()
     assert "Traceback" not in study.stdout, study.stdout
 
 
