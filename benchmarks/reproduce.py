@@ -216,8 +216,9 @@ def sitting_lines(sitting):
     lines = [sitting_line(sitting["started"], event="start", from_step=sitting["from_step"],
                           budget=sitting["budget"], machine=sitting.get("machine"))]
     if "ended" in sitting:
+        why = {"restart_reasons": sitting["restart_reasons"]} if sitting.get("restart_reasons") else {}
         lines.append(sitting_line(sitting["ended"], event="end", at_step=sitting["at_step"],
-                                  restarts=sitting.get("restarts") or 0))
+                                  restarts=sitting.get("restarts") or 0, **why))
     return lines
 
 
@@ -227,14 +228,20 @@ def write_sittings(log_dir, sittings):
         handle.writelines(line for sitting in sittings for line in sitting_lines(sitting))
 
 
-def supervisor_restarts(log_dir):
-    """How many times this sitting's supervisor started a process of the run again."""
-    records = logdir.supervisor_records(log_dir)
-    return sum(member.get("restarts", 0) for record in records for member in record.get("processes", {}).values())
+def sitting_end(log_dir, step):
+    """What the end of a sitting notes of a run: the step it reached, how many times this sitting's supervisor
+    started a process of it again, and why each such process was last started again (`w-1: hung (no heartbeat
+    for 95 s)`), so that the report says why where the run's logs stay on the machine."""
+    members = [(name, member) for record in logdir.supervisor_records(log_dir)
+               for name, member in sorted(record.get("processes", {}).items()) if member.get("restarts")]
+    end = {"at_step": step, "restarts": sum(member["restarts"] for _, member in members)}
+    reasons = [f"{name}: {member.get('last_reason') or 'no reason kept'}" for name, member in members]
+    return {**end, "restart_reasons": reasons} if reasons else end
 
 
 def read_sittings(log_dir):
-    """[{started, from_step, budget, machine, ended?, at_step?, restarts?}] of the run's launches, in order."""
+    """[{started, from_step, budget, machine, ended?, at_step?, restarts?, restart_reasons?}] of the run's
+    launches, in order."""
     sittings = []
     path = sittings_path(log_dir)
     for line in (open(path).read().splitlines() if os.path.exists(path) else []):
@@ -246,7 +253,9 @@ def read_sittings(log_dir):
             sittings.append({"started": record["time"], "from_step": record["from_step"], "budget": record["budget"],
                              "machine": record.get("machine")})
         elif record.get("event") == "end" and sittings:
-            sittings[-1].update(ended=record["time"], at_step=record["at_step"], restarts=record["restarts"])
+            sittings[-1].update(ended=record["time"], at_step=record["at_step"], restarts=record["restarts"],
+                                **({"restart_reasons": record["restart_reasons"]} if record.get("restart_reasons")
+                                   else {}))
     return sittings
 
 
@@ -391,7 +400,7 @@ def stop_runs(active):
             process.wait()
         if train.run_processes(log_dir):
             train.stop_run(log_dir, None, quiet=True)
-        note_sitting(log_dir, event="end", at_step=reached_step(log_dir), restarts=supervisor_restarts(log_dir))
+        note_sitting(log_dir, event="end", **sitting_end(log_dir, reached_step(log_dir)))
         print(f"{name}: stopped at step {reached_step(log_dir):,}", flush=True)
 
 
@@ -450,7 +459,7 @@ def run_all(args, launch=subprocess.Popen):
                     step = reached_step(log_dir)
                     code = process.returncode if process else 0
                     if process:
-                        note_sitting(log_dir, event="end", at_step=step, restarts=supervisor_restarts(log_dir))
+                        note_sitting(log_dir, event="end", **sitting_end(log_dir, step))
                     if process is None and step < args.steps:  # another sitting's run, with a smaller budget
                         todo.insert(0, (*parse_run_name(name), log_dir, "resume"))
                     elif code != 0 or step < args.steps:
@@ -1232,7 +1241,7 @@ def markdown(results):
                 lines.append(seed_row(method, seed, run, [rate(run["success_at"].get(str(m))) for m in milestones] + [
                     rate(last.get("success")), steps_or_dash(run["first_solved"]),
                     steps_or_dash(run.get("sustained_from")), greedy_cell(run["greedy_eval"] or {})]))
-        lines.append("")
+        lines += ["", *restart_lines(methods)]
     return "\n".join(lines)
 
 
@@ -1252,6 +1261,20 @@ def seed_table_head(milestones, columns):
 def seed_row(method, seed, run, cells):
     return "| " + " | ".join([METHOD_LABELS[method], str(seed), run.get("setup") or "-", steps_cell(run), *cells,
                               sittings_cell(run), run.get("machine") or "-"]) + " |"
+
+
+def restart_lines(methods):
+    """Under a seed table, a line per sitting in which the supervisor started a process of a run again, and why."""
+    lines = []
+    for method, summary in methods.items():
+        for seed, run in summary["seeds"].items():
+            for number, sitting in enumerate(run.get("sittings") or [], 1):
+                if sitting.get("restarts"):
+                    why = "; ".join(sitting.get("restart_reasons") or []) or "why was not kept then"
+                    span = [short(step) if step else "0" for step in (sitting["from_step"], sitting.get("at_step"))]
+                    lines.append(f"- {METHOD_LABELS[method]} seed {seed}, sitting {number} ({span[0]} to {span[1]}): "
+                                 f"{sitting['restarts']} restart{'s' if sitting['restarts'] > 1 else ''}: {why}")
+    return ["Restarts by the supervisor:", "", *lines, ""] if lines else []
 
 
 def distance(value):
@@ -1295,7 +1318,7 @@ def distance_markdown(task, methods, results):
             lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
                 distance(run["last_episodes"].get("distance")), distance(run.get("farthest")),
                 distance(greedy.get("mean_distance"))]))
-    return lines + [""]
+    return lines + ["", *restart_lines(methods)]
 
 
 def parse_args(argv=None):

@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import logdir  # noqa: E402
 import plots  # noqa: E402
 import replay_learning  # noqa: E402
 import reproduce  # noqa: E402
@@ -599,13 +600,26 @@ def test_sittings_written_again_from_an_archive_read_back_the_same(tmp_path):
     """A run restored from a carried archive writes its sittings file again from the archive's entries: read back,
     they are the same entries, a sitting still going (no end) included."""
     log_dir = str(tmp_path / "doom-icm-s0")
+    os.makedirs(log_dir)
+    with open(os.path.join(log_dir, logdir.SUPERVISOR), "w") as handle:  # what the sitting's supervisor kept
+        json.dump({"processes": {"ps": {"restarts": 0, "last_reason": None},
+                                 "w-1": {"restarts": 2, "last_reason": "hung (no heartbeat for 95 s)"}}}, handle)
     reproduce.note_sitting(log_dir, event="start", from_step=0, budget=1_000_000, machine="a, 2 cores")
-    reproduce.note_sitting(log_dir, event="end", at_step=300_000, restarts=2)
+    reproduce.note_sitting(log_dir, event="end", **reproduce.sitting_end(log_dir, 300_000))
     reproduce.note_sitting(log_dir, event="start", from_step=300_000, budget=2_000_000, machine=None)
     sittings = reproduce.read_sittings(log_dir)
     assert len(sittings) == 2 and "ended" not in sittings[1]
+    assert (sittings[0]["restarts"], sittings[0]["restart_reasons"]) == (2, ["w-1: hung (no heartbeat for 95 s)"])
     reproduce.write_sittings(log_dir, sittings)
     assert reproduce.read_sittings(log_dir) == sittings
+    # the report says why under the seed table, and where a sitting kept only the count, that it did
+    older = {**sittings[0], "from_step": 300_000, "at_step": 2_000_000, "restart_reasons": None, "restarts": 1}
+    methods = {"icm": {"seeds": {"0": {"sittings": sittings + [older]}, "1": {"sittings": sittings[1:]}}}}
+    assert reproduce.restart_lines(methods) == [
+        "Restarts by the supervisor:", "",
+        "- ICM seed 0, sitting 1 (0 to 300k): 2 restarts: w-1: hung (no heartbeat for 95 s)",
+        "- ICM seed 0, sitting 3 (300k to 2M): 1 restart: why was not kept then", ""]
+    assert reproduce.restart_lines({"icm": {"seeds": {"1": {"sittings": sittings[1:]}}}}) == []
 
 
 def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_machine(tmp_path):
