@@ -790,6 +790,11 @@ def budget_of(config):
     return config.get("hyperparameters", {}).get("max_global_steps")
 
 
+def reached_budget(folder, step):
+    """Whether the run whose config.json is in `folder` (its log dir or its archive) reached its budget at `step`."""
+    return finished({"budget": budget_of(run_config(folder)), "global_step": step})
+
+
 def checkpoint_step(log_dir):
     """The global step of the run's latest checkpoint (its name, model.ckpt-<step>), or None."""
     prefix, _ = logdir.latest_checkpoint(log_dir)
@@ -914,7 +919,7 @@ def record_videos(report_dir, evaluated):
     best = {}
     for name, (log_dir, step, evaluation) in evaluated.items():
         task, method, seed = parse_run_name(name)
-        if evaluation is None or not finished({"budget": budget_of(run_config(log_dir)), "global_step": step}):
+        if evaluation is None or not reached_budget(log_dir, step):
             continue
         score = video_score(task, seed, evaluation)
         if (task, method) not in best or score > best[task, method][0]:
@@ -952,7 +957,7 @@ def kept_video_score(report_dir, name):
     run reached its budget."""
     archive = os.path.join(report_dir, "runs", name)
     kept = logdir.read_json(os.path.join(archive, "run.json"))
-    if not kept or not finished({"budget": budget_of(run_config(archive)), "global_step": kept["global_step"]}):
+    if not kept or not reached_budget(archive, kept["global_step"]):
         return (float("-inf"),)
     task, _, seed = parse_run_name(name)
     return video_score(task, seed, kept.get("greedy_eval"))
@@ -974,7 +979,7 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
         if step == 0:  # stopped before its first step (a sitting stopped as it began): no seed
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
-        at_budget = finished({"budget": budget_of(run_config(log_dir)), "global_step": step})
+        at_budget = reached_budget(log_dir, step)
         if time_up and not at_budget and eval_episodes > 0:
             deferred.append(f"the greedy evaluation of {name}")
         evaluation = evaluate(log_dir, eval_episodes if at_budget or not time_up else 0,
