@@ -130,7 +130,9 @@ class AbortRetrySession:
     never finished, while the other worker and the parameter server went on. So every run carries a deadline
     (`timeout`, TensorFlow's `RunOptions.timeout_in_ms`, which cancels the step); a run past it is run again. An
     update cancelled after its gradients reached the parameter server may be applied twice: one stale gradient
-    more, as asynchronous training takes them, where restarting the worker lost a minute and its rollouts.
+    more, as asynchronous training takes them, where restarting the worker lost a minute and its rollouts. A step
+    that cancellation cannot end is not caught: past the deadline TensorFlow cancels it and then waits for it
+    without limit (local_master.cc), so that hang is left to the supervisor (docs/operations.md).
     """
 
     def __init__(self, session, retries=ABORT_RETRIES, timeout=RUN_TIMEOUT_SECS):
