@@ -349,6 +349,16 @@ def nes_button_byte(buttons):
     return sum(1 << NES_BUTTON_BITS[button] for button in buttons)
 
 
+def success_meaning(env_id):
+    """What an episode's `success` says in this game, for the axis labels of plots; None where it says nothing
+    more than that the episode ended before its time limit."""
+    if env_id in DOOM_VARIANTS:
+        return "reached the vest"
+    if MARIO_ID.fullmatch(env_id or ""):
+        return "reached the flag"
+    return None
+
+
 class MarioEnv(gym.Env):
     """One Super Mario Bros level, in the gymnasium API, each action held for `MARIO_ACTION_REPEAT` frames.
 

@@ -146,11 +146,11 @@ def legend(label, curve):
     return f"{label} ({runs} run{'s' * (runs > 1)}{shorter})"
 
 
-def panels_figure(rows, path, references=None):
+def panels_figure(rows, path, references=None, shown=None):
     """Curves of several tasks side by side, a row per measure, like the paper's Figure 5: `rows` is {y label:
     {task: curve_figure's data for that task}}; every row has the same tasks (a missing one is left blank) and
     one y scale. `references` ({y label: {task: [(step, value, label)]}}) marks a published result on a panel: a
-    star at (step, value), or a dashed level where step is None."""
+    star at (step, value), or a dashed level where step is None. `shown`: {y label: the axis label drawn instead}."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,7 +164,7 @@ def panels_figure(rows, path, references=None):
     for row, (ylabel, panels) in zip(grid, rows.items()):
         for axes, task in zip(row, tasks):
             if task in panels:
-                draw_curves(axes, panels[task], "global steps", ylabel, task, colors)
+                draw_curves(axes, panels[task], "global steps", (shown or {}).get(ylabel, ylabel), task, colors)
                 draw_references(axes, (references or {}).get(ylabel, {}).get(task, ()))
             else:
                 axes.set_axis_off()
@@ -238,11 +238,23 @@ def visits_figure(label, dirs, path):
 def doom_walls(dirs):
     """MyWayHome's wall segments when the runs are on one of its variants, else None."""
     for log_dir in (path for run in dirs for path in logdir.as_dirs(run)):
-        run = logdir.run_config(log_dir).get("run", {})
-        summary = logdir.read_json(os.path.join(log_dir, "summary.json")) or {}  # demo.py's output folder
-        if (run.get("env_id") or summary.get("env_id")) in envs.DOOM_VARIANTS:
+        if run_env_id(log_dir) in envs.DOOM_VARIANTS:
             return envs.doom_map().walls
     return None
+
+
+def run_env_id(log_dir):
+    """The environment id a run (or demo.py's output folder) played, or None where neither file says."""
+    run = logdir.run_config(log_dir).get("run", {})
+    summary = logdir.read_json(os.path.join(log_dir, "summary.json")) or {}  # demo.py's output folder
+    return run.get("env_id") or summary.get("env_id")
+
+
+def success_label(env_ids):
+    """The success rate's axis label, with what success is where every game named says the same."""
+    meanings = {envs.success_meaning(env_id) for env_id in env_ids}
+    meaning = meanings.pop() if len(meanings) == 1 else None
+    return f"success rate ({meaning})" if meaning else "success rate"
 
 
 FIGURES = [  # file, column, axis, y label, title, source
@@ -266,6 +278,8 @@ def make_plots(groups, out, smooth, kept=None, order=None, cover="all"):
         if column == "bonus" and not kept.get(name) and not any(
                 has_bonus(log_dir) for dirs in groups.values() for log_dir in dirs):
             continue
+        if column == "success":
+            ylabel = success_label(run_env_id(log_dir) for dirs in groups.values() for log_dir in dirs)
         data = curve_figure(groups, column, axis, smooth, ylabel, title, os.path.join(out, name), source,
                             kept.get(name), order, cover)
         if data is not None:

@@ -1122,7 +1122,9 @@ def plot_tasks(found, report_dir):
         return None
     marks = {ylabel: {task: [list(mark) for mark in PAPER_MARKS[task][name]] for task in rows[ylabel]
                       if name in PAPER_MARKS.get(task, {})} for ylabel, name in FIGURE_ROWS if ylabel in rows}
-    return {"panels": plots.panels_figure(rows, os.path.join(report_dir, FIGURE), marks), "paper": marks}
+    shown = {ylabel: plots.success_label(rows[ylabel]) for ylabel, name in FIGURE_ROWS
+             if name == "success_vs_steps.png" and ylabel in rows}  # tasks are environment ids
+    return {"panels": plots.panels_figure(rows, os.path.join(report_dir, FIGURE), marks, shown), "paper": marks}
 
 
 def kept_curves(report_dir, task, groups):

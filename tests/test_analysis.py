@@ -280,6 +280,37 @@ def test_doom_visitation_map_from_a_short_run(doom_run, tmp_path):
     assert abs(float(first["x"]) - 240) < 40 and abs(float(first["y"]) + 176) < 40, "doomSparse starts west"
 
 
+def test_the_success_axis_says_what_success_is_in_the_game_played(tmp_path, monkeypatch):
+    # Mario's success is the flag, MyWayHome's the vest; a figure of both, or of a game that says nothing more
+    # than "ended early", keeps the plain label. Checked on what make_plots hands to the axes.
+    def run(name, env_id):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"run": {"env_id": env_id}}))
+        rows = [{"global_step": 100 * (i + 1), "wall_time": 1000.0 + i, "worker": 0, "reward": 0, "length": 10,
+                 "seconds": 1.0, "env_reward": 0, "truncated": 0, "bonus": 0, "success": i % 2} for i in range(6)]
+        with open(folder / "episodes_0.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return str(folder)
+
+    drawn = {}
+    original = plots.draw_curves
+    monkeypatch.setattr(plots, "draw_curves", lambda axes, data, xlabel, ylabel, title, colors=None: (
+        drawn.setdefault(title, []).append(ylabel), original(axes, data, xlabel, ylabel, title, colors)))
+    runs = {"mario": run("m", "mario-1-1"), "sparse": run("d", "doomSparse"), "pole": run("c", "CartPole-v1")}
+    for label, groups in (("flag", {"a": [runs["mario"]]}), ("vest", {"a": [runs["sparse"]]}),
+                          ("both", {"a": [runs["mario"]], "b": [runs["sparse"]]}), ("pole", {"a": [runs["pole"]]})):
+        drawn.clear()
+        plots.make_plots(groups, str(tmp_path / label), smooth=2)
+        assert drawn["Success rate (moving average)"] == [{
+            "flag": "success rate (reached the flag)", "vest": "success rate (reached the vest)"}.get(
+                label, "success rate")], label
+    assert plots.success_label(["doom", "doomVerySparse"]) == "success rate (reached the vest)"
+    assert plots.success_label(["mario", "doom"]) == plots.success_label([None]) == "success rate"
+
+
 def test_status_reports_a_worker_that_stopped_updating_as_stale(cartpole_run, tmp_path):
     finished = status.collect(str(cartpole_run))
     assert [worker["state"] for worker in finished["workers"]] == ["stopped", "stopped"]

@@ -119,9 +119,9 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
     out = tmp_path / "study"
     drawn, draw = [], plots.panels_figure
 
-    def panels_figure(rows, path, marks=None):  # the figure drawn as ever, its marks noted
-        drawn.append(marks)
-        return draw(rows, path, marks)
+    def panels_figure(rows, path, marks=None, shown=None):  # the figure drawn as ever, its marks and labels noted
+        drawn.append((marks, shown))
+        return draw(rows, path, marks, shown)
 
     monkeypatch.setattr(plots, "panels_figure", panels_figure)
     write_episodes(out / "runs" / "doom-icm-s0", ICM_SEED_0)  # to 3M
@@ -153,7 +153,7 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
     paper = results["figure"]["paper"]  # the paper's dense result marked on the success rate's panel only
     assert paper["game reward per episode"] == {} and [mark[:2] for mark in paper["success rate"]["doom"]] == [
         [4_000_000, 1.0], [None, 0.7]]
-    assert drawn == [paper], "the marks the figure was drawn with"
+    assert drawn == [(paper, {"success rate": "success rate (reached the vest)"})], "the marks and the axis label drawn"
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
