@@ -25,9 +25,9 @@ Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
   <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
-  <task>/video_<method>.mp4  one greedy episode of the method's best seed run to its budget (by its greedy
-                        evaluation), begun with random actions as the evaluations are, and its .json: the run, its
-                        step, what it did
+  <task>/video_<method>.mp4  one greedy episode (Mario: sampled) of the method's best seed run to its budget (by
+                        its evaluation so), begun with random actions as the evaluations are, and its .json: the
+                        run, its step, the policy, what it did
   results.md            per task: the verdict against the paper by the criterion of PAPER (not given over seeds of
                         different set-ups: workers x environments per worker); per method over its seeds, its
                         set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
@@ -35,8 +35,9 @@ Then the report, into --report-dir (default <out>/report), per task:
                         in a row at 90% from some step to the end), the median steps to either, the greedy
                         evaluations pooled; then the same per seed, with its sittings and machine. Mario's
                         tables give the farthest distance an episode reached instead of the success rate (the
-                        mean over the last 100 episodes at --at steps, the farthest of any episode, the greedy
-                        evaluations' mean), beside the paper's 711
+                        mean over the last 100 episodes at --at steps, the farthest of any episode, the means of
+                        the greedy evaluations and of as many episodes sampling the policy as in training, where
+                        greedy play may stand still), beside the paper's 711
   figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
                         marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
@@ -118,8 +119,14 @@ PAPER_DISTANCE = {
 # What a task's runs are given beyond the method, what its tables measure per episode (the Doom tasks, and any
 # other: whether the episode reached the goal; Mario, with no reward at all, how far it went), and the steps of
 # the tables' columns unless --at says (the paper's step is always one): its curves' span.
-SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M", "2M", "3M", "5M", "7M")}
-TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M")}}
+# Its final checkpoints' evaluations (demo.py's policies), the last the one its video plays: on Doom greedy play
+# from random starts; on Mario also the policy sampled as in training (whose episodes the tables' distances are),
+# for there greedy play may stand near the start for the whole game clock (ICM seed 0 at 1.5M: 64 on average over
+# 20 greedy episodes, 700 over its last 100 in training)
+SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M", "2M", "3M", "5M", "7M"),
+                "evaluations": ("greedy",)}
+TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M"),
+                   "evaluations": ("greedy", "sampled")}}
 SEEDS_TO_JUDGE = 3  # the paper's runs per curve: fewer seeds than this get no verdict
 BEATEN = 0.75  # "beaten": a majority of ICM seeds solved for good by this fraction of the paper's step
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
@@ -140,11 +147,12 @@ FIGURE = "figure5.png"  # every task side by side, a row per measure: (y label, 
 FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rate", "success_vs_steps.png"),
                ("distance reached", "distance_vs_steps.png"))
 RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, every episode in it, in the report
-# <report>/<task>/video_<method>.mp4: a greedy episode of the method's best seed, and beside it .json: which run, at
+# <report>/<task>/video_<method>.mp4: an episode of the method's best seed by the task's last evaluation policy,
+# and beside it .json: which run, at
 # which step, what the episode did (one video per task and method, not per seed: the report is committed)
 VIDEO = "video_{}"
 VIDEO_QUALITY = "5"  # demo.py --video-quality: a third of the default's size (a Doom minute 0.5 MB against 2.3)
-GREEDY_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # a greedy evaluation's summary key
+GREEDY_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # an evaluation's summary key
 
 
 def parse_steps(text):
@@ -593,9 +601,9 @@ def seeds_summary(seeds):
                   "setups": sorted({run["setup"] for run in seeds.values() if run.get("setup")})}
 
 
-def greedy_evaluations(runs, measure):
-    """The greedy evaluations of `runs` that measured `measure`."""
-    evaluations = [run.get("greedy_eval") or {} for run in runs]
+def greedy_evaluations(runs, measure, policy="greedy"):
+    """The evaluations of `runs` by `policy` that measured `measure`."""
+    evaluations = [run.get(f"{policy}_eval") or {} for run in runs]
     return [e for e in evaluations if e.get("episodes") and e.get(measure) is not None]
 
 
@@ -619,16 +627,21 @@ def method_summary(seeds, milestones):
 
 def distance_method_summary(seeds, milestones):
     """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
-    milestone (over the seeds that got there), the farthest any episode went, the greedy evaluations' mean (of
-    the seeds run to their budget)."""
+    milestone (over the seeds that got there), the farthest any episode went, the greedy and the sampled
+    evaluations' means (of the seeds run to their budget)."""
     at = over_seeds(list(seeds.values()), "distance_at", milestones)
     runs, summary = seeds_summary(seeds)
-    evaluations = greedy_evaluations(runs, "mean_distance")
     farthest = [run["farthest"] for run in seeds.values() if run.get("farthest") is not None]
     return {**summary, "distance_at": at, "farthest": max(farthest) if farthest else None,
-            "greedy": ({"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations)
-                        / sum(e["episodes"] for e in evaluations),
-                        "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
+            **{policy: pooled_distance(greedy_evaluations(runs, "mean_distance", policy))
+               for policy in ("greedy", "sampled")}}
+
+
+def pooled_distance(evaluations):
+    """The mean distance over every episode of `evaluations`, and how many; None without any."""
+    episodes = sum(e["episodes"] for e in evaluations)
+    return {"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations) / episodes,
+            "episodes": episodes} if evaluations else None
 
 
 def distance_verdict(task, methods):
@@ -728,13 +741,13 @@ def machine():
     return f"{platform.node() or 'unknown host'}, {os.cpu_count()} cores"
 
 
-def archive_run(log_dir, archive, reached, greedy_eval):
-    """Keep what the report needs of a run in `archive` (a small folder that plots.py reads as a log dir): its
-    episodes (the report's columns), an even sample of its positions, config.json, and run.json (the global
-    step reached, the greedy evaluation, the machine). The run's own folder holds checkpoints and lives outside
-    the repository, on one machine; the archive goes with the report, so runs made in other sittings and on
-    other machines stay in the tables and the figures. `reached`: the run's global step (reached_step). Whether it
-    archived the run: not where the report already holds it further (and keeps that)."""
+def archive_run(log_dir, archive, reached, evaluations):
+    """Keep what the report needs of a run in `archive` (a small folder that plots.py reads as a log dir): its episodes
+    (the report's columns), an even sample of its positions, config.json, and run.json (the global step reached, the
+    evaluations, {policy: demo.py's summary or None}, each as <policy>_eval, the machine). The run's own folder holds
+    checkpoints and lives outside the repository, on one machine; the archive goes with the report, so runs made in
+    other sittings and on other machines stay in the tables and the figures. `reached`: the run's global step
+    (reached_step). Whether it archived the run: not where the report already holds it further (and keeps that)."""
     kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
     if kept.get("global_step", 0) > reached:
         print(f"{os.path.basename(log_dir)}: the report already holds this run to step {kept['global_step']:,}, "
@@ -750,11 +763,13 @@ def archive_run(log_dir, archive, reached, greedy_eval):
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
         logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
-    logdir.write_json_atomically(os.path.join(archive, "run.json"), {
-        "global_step": reached,
+    run = {"global_step": reached}
+    for policy, evaluation in evaluations.items():
         # an earlier evaluation stands only for the step it was made at: not beside a run that has gone on since
-        "greedy_eval": greedy_eval or (kept.get("greedy_eval") if kept.get("global_step") == reached else None),
-        "machine": last_machine(sittings) or kept.get("machine") or machine(),
+        key = f"{policy}_eval"
+        run[key] = evaluation or (kept.get(key) if kept.get("global_step") == reached else None)
+    logdir.write_json_atomically(os.path.join(archive, "run.json"), {
+        **run, "machine": last_machine(sittings) or kept.get("machine") or machine(),
         "sittings": sittings or kept.get("sittings")})
     return True
 
@@ -865,9 +880,9 @@ def write_rows(path, columns, rows):
         writer.writerows(rows)
 
 
-def evaluate(log_dir, episodes, out):
-    """demo.py's greedy evaluation of the run's final checkpoint (cached by checkpoint); its summary, or None
-    while the run is still going."""
+def evaluate(log_dir, episodes, out, policy="greedy"):
+    """demo.py's evaluation of the run's final checkpoint by `policy` (greedy or sampled; cached by checkpoint);
+    its summary, or None while the run is still going."""
     checkpoint_index = os.path.join(log_dir, "train", "checkpoint")
     if episodes <= 0 or not os.path.exists(checkpoint_index) or train.run_processes(log_dir):
         return None
@@ -875,12 +890,28 @@ def evaluate(log_dir, episodes, out):
     stamp = os.path.getmtime(checkpoint_index)
     cached = logdir.read_json(summary_path) if os.path.exists(summary_path) else None
     if (cached and os.path.getmtime(summary_path) > stamp and cached.get("episodes") == episodes
-            and cached.get("random_start") == constants.EVAL_RANDOM_START):
+            and cached.get("random_start") == constants.EVAL_RANDOM_START
+            and cached.get("policy", "greedy") == policy):
         return cached
     if cached:  # of an older checkpoint or another way of evaluating: not to be read back if this one fails
         os.remove(summary_path)
-    return run_demo(["--log-dir", log_dir, "--greedy", "--episodes", str(episodes), "--random-start",
-                     str(constants.EVAL_RANDOM_START)], out, f"evaluation of {log_dir}")
+    return run_demo(["--log-dir", log_dir, *policy_flags(policy), "--episodes", str(episodes), "--random-start",
+                     str(constants.EVAL_RANDOM_START)], out, f"{policy} evaluation of {log_dir}")
+
+
+def policy_flags(policy):
+    """demo.py's flags for an evaluation `policy`: greedy, or sampled (its default)."""
+    return ["--greedy"] if policy == "greedy" else []
+
+
+def evaluations_of(task):
+    """The policies `task`'s final checkpoints are evaluated by, the last the one its video plays."""
+    return task_spec(task)["evaluations"]
+
+
+def evaluation_dir(eval_dir, name, policy):
+    """Where `name`'s evaluation by `policy` is made and kept (the greedy one where it always was)."""
+    return os.path.join(eval_dir, name if policy == "greedy" else f"{name}-{policy}")
 
 
 def run_demo(flags, out, what):
@@ -911,14 +942,16 @@ def play_random(out, report_dir, task, episodes):
 
 def record_videos(report_dir, evaluated):
     """A video per task and method from the game's frames, of the seed whose final checkpoint evaluated best
-    (`evaluated`: {run name: (log dir, its global step, its greedy evaluation or None)}): one greedy episode begun
-    with random actions, as the evaluations are. Made again when that seed or its step changes; a task and method
-    with no evaluated run here (their folders on another machine) keep the video they have. Only runs at their
-    budget: one stopped short of it is not yet the method's policy; and a kept video of a seed at its budget that
-    evaluated better than the best here (its folder elsewhere) stands."""
+    (`evaluated`: {run name: (log dir, its global step, its evaluations {policy: summary or None})}) by the task's video
+    policy (evaluations_of's last): one such episode begun with random actions, as the evaluations are. Made again when
+    that seed, its step or the policy changes; a task and method with no evaluated run here (their folders on another
+    machine) keep the video they have. Only runs at their budget: one stopped short of it is not yet the method's
+    policy; and a kept video of a seed at its budget that evaluated better than the best here (its folder elsewhere)
+    stands."""
     best = {}
-    for name, (log_dir, step, evaluation) in evaluated.items():
+    for name, (log_dir, step, evaluations) in evaluated.items():
         task, method, seed = parse_run_name(name)
+        evaluation = evaluations.get(evaluations_of(task)[-1])
         if evaluation is None or not reached_budget(log_dir, step):
             continue
         score = video_score(task, seed, evaluation)
@@ -926,13 +959,15 @@ def record_videos(report_dir, evaluated):
             best[task, method] = score, name, seed, log_dir, step
     for (task, method), (score, name, seed, log_dir, step) in sorted(best.items()):
         stem = os.path.join(report_dir, task, VIDEO.format(method))
-        kept = logdir.read_json(stem + ".json") or {}
-        if kept.get("run") == name and kept.get("global_step") == step and os.path.exists(stem + ".mp4"):
+        kept, policy = logdir.read_json(stem + ".json") or {}, evaluations_of(task)[-1]
+        if (kept.get("run") == name and kept.get("global_step") == step and kept.get("policy", "greedy") == policy
+                and os.path.exists(stem + ".mp4")):
             continue
-        if kept.get("run") not in (None, name) and kept_video_score(report_dir, kept["run"]) > score:
+        if (kept.get("run") not in (None, name) and kept.get("policy", "greedy") == policy
+                and kept_video_score(report_dir, kept["run"]) > score):
             continue
-        print(f"{name}: a video of one greedy episode", flush=True)
-        flags = ["--log-dir", log_dir, "--greedy", "--episodes", "1", "--random-start",
+        print(f"{name}: a video of one {policy} episode", flush=True)
+        flags = ["--log-dir", log_dir, *policy_flags(policy), "--episodes", "1", "--random-start",
                  str(constants.EVAL_RANDOM_START), "--record", "--video-quality", VIDEO_QUALITY]
         with tempfile.TemporaryDirectory() as scratch:
             summary = run_demo(flags, scratch, f"the video of {name}")
@@ -943,12 +978,13 @@ def record_videos(report_dir, evaluated):
         episode = {key: summary["episode_details"][0].get(key)
                    for key in ("length", "random_steps", "success", "distance", "reward")}
         logdir.write_json_atomically(stem + ".json", {
-            "run": name, "seed": seed, "global_step": step, "checkpoint": summary.get("checkpoint"),
+            "run": name, "seed": seed, "global_step": step, "policy": policy,
+            "checkpoint": summary.get("checkpoint"),
             "episode": episode, "command": " ".join(["demo.py", flags[0], f"<out>/runs/{name}", *flags[2:]])})
 
 
 def video_score(task, seed, evaluation):
-    """How record_videos ranks a seed: its greedy evaluation's measure, then the lower seed."""
+    """How record_videos ranks a seed: its evaluation's measure (by the video's policy), then the lower seed."""
     return ((evaluation or {}).get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
 
 
@@ -960,7 +996,7 @@ def kept_video_score(report_dir, name):
     if not kept or not reached_budget(archive, kept["global_step"]):
         return (float("-inf"),)
     task, _, seed = parse_run_name(name)
-    return video_score(task, seed, kept.get("greedy_eval"))
+    return video_score(task, seed, kept.get(f"{evaluations_of(task)[-1]}_eval"))
 
 
 def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False,
@@ -980,13 +1016,14 @@ def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_epi
             print(f"{name}: not started; left out of the report", file=sys.stderr)
             continue
         at_budget = reached_budget(log_dir, step)
+        policies = evaluations_of(parse_run_name(name)[0])
         if time_up and not at_budget and eval_episodes > 0:
-            deferred.append(f"the greedy evaluation of {name}")
-        evaluation = evaluate(log_dir, eval_episodes if at_budget or not time_up else 0,
-                              os.path.join(eval_dir, name))
-        evaluated[name] = log_dir, step, evaluation
+            deferred.append(f"the {' and '.join(policies)} evaluation{'s' * (len(policies) > 1)} of {name}")
+        evaluations = {policy: evaluate(log_dir, eval_episodes if at_budget or not time_up else 0,
+                                        evaluation_dir(eval_dir, name, policy), policy) for policy in policies}
+        evaluated[name] = log_dir, step, evaluations
         archive = os.path.join(report_dir, "runs", name)
-        if archive_run(log_dir, archive, step, evaluation):
+        if archive_run(log_dir, archive, step, evaluations):
             carried = carry_checkpoint(log_dir, archive, carry, step)
             if carried is not None:
                 print(f"{name}: its checkpoint at step {carried:,} carried in {archive} (a sitting on a machine "
@@ -1045,8 +1082,9 @@ def summarise(report_dir, milestones):
                 kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
                 summary = run_summary(archive, task_milestones(task, milestones), kept.get("global_step", 0),
                                       task_spec(task)["measure"])
-                summary.update(log_dir=os.path.relpath(archive, report_dir), greedy_eval=kept.get("greedy_eval"),
-                               machine=kept.get("machine"), sittings=kept.get("sittings"))
+                summary.update(log_dir=os.path.relpath(archive, report_dir), machine=kept.get("machine"),
+                               sittings=kept.get("sittings"),
+                               **{f"{policy}_eval": kept.get(f"{policy}_eval") for policy in evaluations_of(task)})
                 rows.setdefault(task, {}).setdefault(method, {})[seed] = summary
     results = {"window": WINDOW, "solved_at": SOLVED, "sustained_window": SUSTAINED_WINDOW,
                "milestones": None if milestones is None else list(milestones), "tasks": {}}
@@ -1076,8 +1114,9 @@ def kept_videos(report_dir, task):
 
 def video_lines(results, task):
     """results.md's line naming the task's videos, and what the episode in each did; none without videos."""
-    described = []
+    described, policies = [], set()
     for method, video in results.get("videos", {}).get(task, {}).items():
+        policies.add(video.get("policy", "greedy"))
         episode = video["episode"]
         if episode.get("success") is not None:
             outcome = "reached the vest" if episode["success"] else "did not reach the vest"
@@ -1088,7 +1127,8 @@ def video_lines(results, task):
                          f"it {outcome} in {episode['length']} steps)")
     if not described:
         return []
-    return [f"A greedy episode of each method's best seed by its greedy evaluation: {'; '.join(described)}.", ""]
+    policy = " or ".join(sorted(policies))
+    return [f"A {policy} episode of each method's best seed by its {policy} evaluation: {'; '.join(described)}.", ""]
 
 
 def task_milestones(task, milestones):
@@ -1300,8 +1340,10 @@ def distance_markdown(task, methods, results):
     lines = [f"### {task}", "", f"Distance: the farthest point of the level an episode reached (the game's x, in "
              f"pixels), the mean over the last {window} episodes at each global step (`-`: the run did not get "
              "there); per method the mean over the seeds that got there, in brackets the lowest and highest. "
-             "Farthest: of any episode. Greedy: the final checkpoints' greedy evaluations, mean distance (of the "
-             "seeds run to their budget; seeds: those, and those still short of it).", ""]
+             "Farthest: of any episode. Greedy, sampled: the final checkpoints' evaluations, the mean distance "
+             "over their episodes, each begun with 0 to "
+             f"{constants.EVAL_RANDOM_START} random actions, playing the most likely action, or sampling the policy "
+             "as in training (of the seeds run to their budget; seeds: those, and those still short of it).", ""]
     if paper:
         lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: {judged['why']}.", ""]
     baseline = results.get("random", {}).get(task)
@@ -1309,22 +1351,21 @@ def distance_markdown(task, methods, results):
         lines += [f"A random agent: {distance(baseline['mean_distance'])} over {episodes(baseline['episodes'])} "
                   f"(`{baseline['file']}`).", ""]
     lines += video_lines(results, task)
-    lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones) + " | farthest | greedy |",
-              "|---" * (len(milestones) + 5) + "|"]
+    lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
+              + " | farthest | greedy | sampled |", "|---" * (len(milestones) + 6) + "|"]
     for method, summary in methods.items():
-        greedy = summary.get("greedy")
+        pooled = [f"{distance(e['mean_distance'])} ({episodes(e['episodes'])})" if e else "-"
+                  for e in (summary.get("greedy"), summary.get("sampled"))]
         lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | {', '.join(summary['setups']) or '-'} | "
                      + " | ".join(spread(summary["distance_at"][str(m)], distance) for m in milestones)
-                     + f" | {distance(summary['farthest'])} | "
-                     + (f"{distance(greedy['mean_distance'])} ({episodes(greedy['episodes'])})" if greedy else "-")
-                     + " |")
-    lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", "greedy"])]
+                     + f" | {distance(summary['farthest'])} | " + " | ".join(pooled) + " |")
+    lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", "greedy", "sampled"])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():
-            greedy = run.get("greedy_eval") or {}
             lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
                 distance(run["last_episodes"].get("distance")), distance(run.get("farthest")),
-                distance(greedy.get("mean_distance"))]))
+                *(distance((run.get(f"{policy}_eval") or {}).get("mean_distance"))
+                  for policy in ("greedy", "sampled"))]))
     return lines + ["", *restart_lines(methods)]
 
 

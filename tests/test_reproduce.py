@@ -68,8 +68,8 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
     # 700 lies within the paper's 711 +- 59.3, above A3C's 250
     assert results["verdicts"]["mario"]["verdict"] == "reproduced"
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| ICM | 3 | - | 300 | 700 [650-750] | 1,100 [1,000-1,200] | 1,200 | - |" in table
-    assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 | 250 | - |" in table
+    assert "| ICM | 3 | - | 300 | 700 [650-750] | 1,100 [1,000-1,200] | 1,200 | - | - |" in table
+    assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 | 250 | - | - |" in table
     assert "Success: the fraction" not in table, "no Doom task: no success rates explained"
     assert (tmp_path / "report" / "mario" / "distance_vs_steps.png").stat().st_size > 0
 
@@ -97,7 +97,7 @@ def test_each_task_has_its_own_columns_unless_at_says(tmp_path):
     assert list(results["tasks"]["doom"]["icm"]["success_at"]) == ["1000000", "2000000", "3000000", "5000000",
                                                                    "7000000"]
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| method | seeds | set-up | 250k | 500k | 1M | 1.5M | farthest | greedy |" in table
+    assert "| method | seeds | set-up | 250k | 500k | 1M | 1.5M | farthest | greedy | sampled |" in table
     assert "| method | seeds | set-up | 1M | 2M | 3M | 5M | 7M | first 90% |" in table
     assert reproduce.task_milestones("mario", [2_000_000]) == [1_500_000, 2_000_000]
     assert reproduce.parse_args(["--out", str(tmp_path)]).at is None
@@ -293,6 +293,39 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert "| ICM | 0 | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
+def test_mario_is_evaluated_greedy_and_sampled_each_kept_and_shown_apart(tmp_path, monkeypatch):
+    out, report_dir = tmp_path / "study", tmp_path / "report"
+    for name in ("mario-icm-s0", "doomSparse-icm-s0"):
+        (write_distances if name.startswith("mario") else write_episodes)(out / "runs" / name, [1] * 100)
+        (out / "runs" / name / "train").mkdir()
+        (out / "runs" / name / "train" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1000000"\n')
+    calls = []
+
+    def demo_py(argv, **kwargs):
+        calls.append(argv)
+        greedy, folder = "--greedy" in argv, argv[argv.index("--out") + 1]
+        os.makedirs(folder, exist_ok=True)
+        summary = {"episodes": 20, "random_start": 30, "policy": "greedy" if greedy else "sampled",
+                   "mean_distance": 64.0 if greedy else 700.0, "success_rate": 0.9}
+        with open(os.path.join(folder, "summary.json"), "w") as handle:
+            json.dump(summary, handle)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(reproduce, "subprocess", type("Subprocess", (), {"run": staticmethod(demo_py)}))
+    results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
+    made = sorted((os.path.basename(argv[argv.index("--log-dir") + 1]), "--greedy" in argv) for argv in calls)
+    assert made == [("doomSparse-icm-s0", True), ("mario-icm-s0", False), ("mario-icm-s0", True)]
+    kept = json.loads((report_dir / "runs" / "mario-icm-s0" / "run.json").read_text())
+    assert kept["greedy_eval"]["mean_distance"] == 64.0 and kept["sampled_eval"]["mean_distance"] == 700.0
+    assert "sampled_eval" not in json.loads((report_dir / "runs" / "doomSparse-icm-s0" / "run.json").read_text())
+    assert results["tasks"]["mario"]["icm"]["sampled"] == {"mean_distance": 700.0, "episodes": 20}
+    table = (report_dir / "results.md").read_text()
+    assert "| farthest | greedy | sampled |\n|---|---|---|---|---|---|---|---|\n| ICM | 1 | - | 1 | - | 1 | 64 (20 " in table
+    assert "| ICM | 0 | - | 1M | 1 | - | 1 | 1 | 64 | 700 | - |" in table
+    reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
+    assert len(calls) == 3, "each policy's evaluation of this checkpoint is read back, neither taken for the other"
+
+
 def test_when_the_time_is_up_only_runs_at_their_budget_are_evaluated_and_the_rest_waits(tmp_path, monkeypatch,
                                                                                          capsys):
     out, report_dir = tmp_path / "study", tmp_path / "report"
@@ -367,12 +400,17 @@ def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monke
     argv = dict(recorded)["doomSparse-icm-s1"]
     assert "--greedy" in argv and argv[argv.index("--random-start") + 1] == "30"
     assert argv[argv.index("--episodes") + 1] == "1"
+    assert "--greedy" not in dict(recorded)["mario-icm-s1"], "Mario's video samples the policy, as in training"
+    assert json.loads((report_dir / "mario" / "video_icm.json").read_text())["policy"] == "sampled"
     assert (report_dir / "doomSparse" / "video_icm.mp4").read_text() == "frames of doomSparse-icm-s1"
     assert results["videos"]["doomSparse"]["icm"]["seed"] == 1
     assert ("[ICM](doomSparse/video_icm.mp4) (seed 1 at 1M: after 12 random actions it reached the vest in 143 steps)"
             in (report_dir / "results.md").read_text())
-    assert ("[ICM](mario/video_icm.mp4) (seed 1 at 1M: after 12 random actions it went 1,234 in 143 steps)"
+    assert ("A sampled episode of each method's best seed by its sampled evaluation: [ICM](mario/video_icm.mp4) "
+            "(seed 1 at 1M: after 12 random actions it went 1,234 in 143 steps)"
             in (report_dir / "results.md").read_text())
+    assert "A greedy episode of each method's best seed by its greedy evaluation: [ICM](doomSparse" in (
+        report_dir / "results.md").read_text()
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20, videos=True)
     assert len(recorded) == 3, "a video of this seed at this step is kept, not made again"
 
@@ -633,7 +671,7 @@ def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_mach
     write_episodes(log_dir, [0] * 5, step_every=100_000)  # 500k
     reproduce.write_sittings(log_dir, [{"started": "t0", "from_step": 0, "budget": 5_000_000,
                                         "machine": "new-host, 16 cores"}])
-    reproduce.archive_run(log_dir, archive, reproduce.reached_step(log_dir), None)
+    reproduce.archive_run(log_dir, archive, reproduce.reached_step(log_dir), {"greedy": None})
     kept = json.load(open(os.path.join(archive, "run.json")))
     assert (kept["global_step"], kept["machine"], len(kept["sittings"])) == (500_000, "new-host, 16 cores", 1)
 
