@@ -69,6 +69,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import constants  # noqa: E402
+import envs  # noqa: E402
 import logdir  # noqa: E402
 import plots  # noqa: E402
 import status  # noqa: E402
@@ -1118,7 +1119,10 @@ def video_lines(results, task):
     for method, video in results.get("videos", {}).get(task, {}).items():
         policies.add(video.get("policy", "greedy"))
         episode = video["episode"]
-        if episode.get("success") is not None:
+        if task_spec(task)["measure"] == "distance":  # its success, where it has one, is the level's end
+            outcome = f"went {distance(episode.get('distance'))}" + (
+                f" and {envs.success_meaning(task)}" if episode.get("success") else "")
+        elif episode.get("success") is not None:
             outcome = "reached the vest" if episode["success"] else "did not reach the vest"
         else:
             outcome = f"went {distance(episode.get('distance'))}"

@@ -385,7 +385,7 @@ def test_a_video_is_made_of_each_methods_best_seed_once_per_step(tmp_path, monke
             video = os.path.join(folder, "episode_1.mp4")
             with open(video, "w") as handle:
                 handle.write(f"frames of {run}")
-            outcome = {"distance": 1234.0} if mario else {"success": True}
+            outcome = {"distance": 1234.0, "success": False} if mario else {"success": True}
             summary = {"checkpoint": "model.ckpt-1000000", "episode_details": [
                 {"length": 143, "random_steps": 12, "reward": 1.0, "video": video, **outcome}]}
         os.makedirs(folder, exist_ok=True)
