@@ -149,8 +149,8 @@ FIGURE_ROWS = (("game reward per episode", "reward_vs_steps.png"), ("success rat
                ("distance reached", "distance_vs_steps.png"))
 RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, every episode in it, in the report
 # <report>/<task>/video_<method>.mp4: an episode of the method's best seed by the task's last evaluation policy,
-# and beside it .json: which run, at
-# which step, what the episode did (one video per task and method, not per seed: the report is committed)
+# and beside it .json: which run, at which step, by which policy, what the episode did (one video per task and
+# method, not per seed: the report is committed)
 VIDEO = "video_{}"
 VIDEO_QUALITY = "5"  # demo.py --video-quality: a third of the default's size (a Doom minute 0.5 MB against 2.3)
 GREEDY_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # an evaluation's summary key
@@ -602,7 +602,7 @@ def seeds_summary(seeds):
                   "setups": sorted({run["setup"] for run in seeds.values() if run.get("setup")})}
 
 
-def greedy_evaluations(runs, measure, policy="greedy"):
+def evaluations_by(runs, measure, policy="greedy"):
     """The evaluations of `runs` by `policy` that measured `measure`."""
     evaluations = [run.get(f"{policy}_eval") or {} for run in runs]
     return [e for e in evaluations if e.get("episodes") and e.get(measure) is not None]
@@ -614,7 +614,7 @@ def method_summary(seeds, milestones):
     steps to either, and the greedy evaluations pooled."""
     at = over_seeds(list(seeds.values()), "success_at", milestones)
     runs, summary = seeds_summary(seeds)
-    evaluations = greedy_evaluations(runs, "success_rate")
+    evaluations = evaluations_by(runs, "success_rate")
     return {**summary, "success_at": at,
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
@@ -634,7 +634,7 @@ def distance_method_summary(seeds, milestones):
     runs, summary = seeds_summary(seeds)
     farthest = [run["farthest"] for run in seeds.values() if run.get("farthest") is not None]
     return {**summary, "distance_at": at, "farthest": max(farthest) if farthest else None,
-            **{policy: pooled_distance(greedy_evaluations(runs, "mean_distance", policy))
+            **{policy: pooled_distance(evaluations_by(runs, "mean_distance", policy))
                for policy in ("greedy", "sampled")}}
 
 
