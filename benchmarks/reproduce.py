@@ -910,6 +910,11 @@ def evaluations_of(task):
     return task_spec(task)["evaluations"]
 
 
+def video_policy(task):
+    """The policy `task`'s videos play, and their seeds are ranked by: its last evaluation's."""
+    return evaluations_of(task)[-1]
+
+
 def evaluation_dir(eval_dir, name, policy):
     """Where `name`'s evaluation by `policy` is made and kept (the greedy one where it always was)."""
     return os.path.join(eval_dir, name if policy == "greedy" else f"{name}-{policy}")
@@ -952,7 +957,7 @@ def record_videos(report_dir, evaluated):
     best = {}
     for name, (log_dir, step, evaluations) in evaluated.items():
         task, method, seed = parse_run_name(name)
-        evaluation = evaluations.get(evaluations_of(task)[-1])
+        evaluation = evaluations.get(video_policy(task))
         if evaluation is None or not reached_budget(log_dir, step):
             continue
         score = video_score(task, seed, evaluation)
@@ -960,12 +965,12 @@ def record_videos(report_dir, evaluated):
             best[task, method] = score, name, seed, log_dir, step
     for (task, method), (score, name, seed, log_dir, step) in sorted(best.items()):
         stem = os.path.join(report_dir, task, VIDEO.format(method))
-        kept, policy = logdir.read_json(stem + ".json") or {}, evaluations_of(task)[-1]
-        if (kept.get("run") == name and kept.get("global_step") == step and kept.get("policy", "greedy") == policy
+        kept, policy = logdir.read_json(stem + ".json") or {}, video_policy(task)
+        same_policy = kept.get("policy", "greedy") == policy  # videos from before the policy was kept: greedy
+        if (kept.get("run") == name and kept.get("global_step") == step and same_policy
                 and os.path.exists(stem + ".mp4")):
             continue
-        if (kept.get("run") not in (None, name) and kept.get("policy", "greedy") == policy
-                and kept_video_score(report_dir, kept["run"]) > score):
+        if kept.get("run") not in (None, name) and same_policy and kept_video_score(report_dir, kept["run"]) > score:
             continue
         print(f"{name}: a video of one {policy} episode", flush=True)
         flags = ["--log-dir", log_dir, *policy_flags(policy), "--episodes", "1", "--random-start",
@@ -997,7 +1002,7 @@ def kept_video_score(report_dir, name):
     if not kept or not reached_budget(archive, kept["global_step"]):
         return (float("-inf"),)
     task, _, seed = parse_run_name(name)
-    return video_score(task, seed, kept.get(f"{evaluations_of(task)[-1]}_eval"))
+    return video_score(task, seed, kept.get(f"{video_policy(task)}_eval"))
 
 
 def report(out, report_dir, milestones, eval_episodes, eval_dir=None, random_episodes=0, videos=False, carry=False,
