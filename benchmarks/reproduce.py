@@ -53,6 +53,7 @@ from the earlier machine's.
 import argparse
 import csv
 import datetime
+import functools
 import json
 import os
 import platform
@@ -626,16 +627,16 @@ def method_summary(seeds, milestones):
                         "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
 
 
-def distance_method_summary(seeds, milestones):
+def distance_method_summary(seeds, milestones, policies):
     """A method's seeds measured by distance: the mean, lowest and highest of the seeds' distances at each
-    milestone (over the seeds that got there), the farthest any episode went, the greedy and the sampled
-    evaluations' means (of the seeds run to their budget)."""
+    milestone (over the seeds that got there), the farthest any episode went, and the mean of each of the
+    `policies`' evaluations (of the seeds run to their budget)."""
     at = over_seeds(list(seeds.values()), "distance_at", milestones)
     runs, summary = seeds_summary(seeds)
     farthest = [run["farthest"] for run in seeds.values() if run.get("farthest") is not None]
     return {**summary, "distance_at": at, "farthest": max(farthest) if farthest else None,
             **{policy: pooled_distance(evaluations_by(runs, "mean_distance", policy))
-               for policy in ("greedy", "sampled")}}
+               for policy in policies}}
 
 
 def pooled_distance(evaluations):
@@ -1095,7 +1096,8 @@ def summarise(report_dir, milestones):
     results = {"window": WINDOW, "solved_at": SOLVED, "sustained_window": SUSTAINED_WINDOW,
                "milestones": None if milestones is None else list(milestones), "tasks": {}}
     for task in sorted(rows, key=task_order):
-        summary_of = distance_method_summary if task_spec(task)["measure"] == "distance" else method_summary
+        summary_of = (functools.partial(distance_method_summary, policies=evaluations_of(task))
+                      if task_spec(task)["measure"] == "distance" else method_summary)
         results["tasks"][task] = {
             method: summary_of({str(seed): run for seed, run in sorted(rows[task][method].items())},
                                task_milestones(task, milestones))
@@ -1346,6 +1348,7 @@ def distance_markdown(task, methods, results):
     """A task measured by distance (Mario): the verdict, a row per method over its seeds, then a row per seed."""
     milestones, window = task_milestones(task, results["milestones"]), results["window"]
     paper, judged = PAPER_DISTANCE.get(task), results.get("verdicts", {}).get(task)
+    policies = evaluations_of(task)
     lines = [f"### {task}", "", f"Distance: the farthest point of the level an episode reached (the game's x, in "
              f"pixels), the mean over the last {window} episodes at each global step (`-`: the run did not get "
              "there); per method the mean over the seeds that got there, in brackets the lowest and highest. "
@@ -1361,20 +1364,20 @@ def distance_markdown(task, methods, results):
                   f"(`{baseline['file']}`).", ""]
     lines += video_lines(results, task)
     lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
-              + " | farthest | greedy | sampled |", "|---" * (len(milestones) + 6) + "|"]
+              + " | farthest | " + " | ".join(policies) + " |", "|---" * (len(milestones) + 4 + len(policies)) + "|"]
     for method, summary in methods.items():
         pooled = [f"{distance(e['mean_distance'])} ({episodes(e['episodes'])})" if e else "-"
-                  for e in (summary.get("greedy"), summary.get("sampled"))]
+                  for e in (summary.get(policy) for policy in policies)]
         lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | {', '.join(summary['setups']) or '-'} | "
                      + " | ".join(spread(summary["distance_at"][str(m)], distance) for m in milestones)
                      + f" | {distance(summary['farthest'])} | " + " | ".join(pooled) + " |")
-    lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", "greedy", "sampled"])]
+    lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", *policies])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():
             lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
                 distance(run["last_episodes"].get("distance")), distance(run.get("farthest")),
                 *(distance((run.get(f"{policy}_eval") or {}).get("mean_distance"))
-                  for policy in ("greedy", "sampled"))]))
+                  for policy in policies)]))
     return lines + ["", *restart_lines(methods)]
 
 
