@@ -154,7 +154,7 @@ RANDOM_BASELINE = "random_agent.json"  # demo.py --random's summary on a task, e
 # method, not per seed: the report is committed)
 VIDEO = "video_{}"
 VIDEO_QUALITY = "5"  # demo.py --video-quality: a third of the default's size (a Doom minute 0.5 MB against 2.3)
-GREEDY_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # an evaluation's summary key
+EVALUATION_MEASURE = {"success": "success_rate", "distance": "mean_distance"}  # any evaluation's summary key
 
 
 def parse_steps(text):
@@ -992,7 +992,7 @@ def record_videos(report_dir, evaluated):
 
 def video_score(task, seed, evaluation):
     """How record_videos ranks a seed: its evaluation's measure (by the video's policy), then the lower seed."""
-    return ((evaluation or {}).get(GREEDY_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
+    return ((evaluation or {}).get(EVALUATION_MEASURE[task_spec(task)["measure"]]) or 0.0, -seed)
 
 
 def kept_video_score(report_dir, name):
