@@ -66,6 +66,7 @@ import tempfile
 import time
 
 import numpy as np
+import scipy.stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -566,8 +567,14 @@ def distance_run_summary(log_dir, milestones, reached, config, budget):
             "episodes": int(len(distance)),
             "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
             "last_episodes": {"episodes": int(len(distance[-WINDOW:])),
-                              "distance": float(np.mean(distance[-WINDOW:])) if len(distance) else None},
+                              "distance": float(np.mean(distance[-WINDOW:])) if len(distance) else None,
+                              "error": standard_error(distance[-WINDOW:])},
             "farthest": float(distance.max()) if len(distance) else None}
+
+
+def standard_error(values):
+    """The standard error of the mean of `values` (taken as independent draws), None for fewer than 2."""
+    return float(scipy.stats.sem(values)) if len(values) >= 2 else None
 
 
 def setup_of(config):
@@ -578,14 +585,14 @@ def setup_of(config):
 
 
 def over_seeds(runs, key, milestones):
-    """{milestone: the mean, lowest and highest of the runs' run[key][milestone] over the runs that got there, and
-    how many did; None where none did}."""
+    """{milestone: the mean, its standard error, lowest and highest of the runs' run[key][milestone] over the runs
+    that got there, and how many did; None where none did}."""
     at = {}
     for milestone in milestones:
         values = [run[key].get(str(milestone)) for run in runs]
         values = [value for value in values if value is not None]
-        at[str(milestone)] = ({"mean": float(np.mean(values)), "min": min(values), "max": max(values),
-                               "seeds": len(values)} if values else None)
+        at[str(milestone)] = ({"mean": float(np.mean(values)), "error": standard_error(values), "min": min(values),
+                               "max": max(values), "seeds": len(values)} if values else None)
     return at
 
 
@@ -640,10 +647,26 @@ def distance_method_summary(seeds, milestones, policies):
 
 
 def pooled_distance(evaluations):
-    """The mean distance over every episode of `evaluations`, and how many; None without any."""
+    """The mean distance over every episode of `evaluations`, its standard error (where each kept its episodes),
+    and how many; None without any."""
     episodes = sum(e["episodes"] for e in evaluations)
+    distances = [episode_distances(e) for e in evaluations]
     return {"mean_distance": sum(e["mean_distance"] * e["episodes"] for e in evaluations) / episodes,
+            "error": None if None in distances else standard_error(sum(distances, [])),
             "episodes": episodes} if evaluations else None
+
+
+def episode_distances(evaluation):
+    """The distance of each episode of an evaluation (demo.py's summary), None where it did not keep them all."""
+    details = evaluation.get("episode_details") or []
+    distances = [episode.get("distance") for episode in details]
+    return distances if len(distances) == evaluation.get("episodes") and None not in distances else None
+
+
+def evaluation_error(evaluation):
+    """The standard error of an evaluation's mean distance, None where it did not keep its episodes."""
+    distances = episode_distances(evaluation or {})
+    return standard_error(distances) if distances else None
 
 
 def distance_verdict(task, methods):
@@ -1217,12 +1240,12 @@ def rate(value):
     return f"{value:.3f}"
 
 
-def spread(at, shown=rate):
+def spread(at, shown=rate, error=False):
     """'mean [min-max]' of a milestone's success (or distance, `shown` by `distance`) over the seeds that got
-    there; '-' where none did."""
+    there, with its standard error ('mean +- error [min-max]') where `error` and 2 or more did; '-' where none did."""
     if at is None:
         return "-"
-    text = shown(at["mean"])
+    text = with_error(at["mean"], at.get("error") if error else None, shown)
     return text if at["min"] == at["max"] else f"{text} [{shown(at['min'])}-{shown(at['max'])}]"
 
 
@@ -1242,7 +1265,8 @@ def random_baseline(report_dir, task):
     if not summary or not summary.get("episodes"):
         return None
     return {"episodes": summary["episodes"], "success_rate": summary.get("success_rate"),
-            "mean_distance": summary.get("mean_distance"), "file": os.path.join(task, RANDOM_BASELINE)}
+            "mean_distance": summary.get("mean_distance"), "error": evaluation_error(summary),
+            "file": os.path.join(task, RANDOM_BASELINE)}
 
 
 def markdown(results):
@@ -1340,6 +1364,11 @@ def distance(value):
     return "-" if value is None else f"{value:,.0f}"
 
 
+def with_error(value, error, shown=distance):
+    """'value +- error' (its standard error), or the value alone where there is none."""
+    return shown(value) if value is None or error is None else f"{shown(value)} +- {shown(error)}"
+
+
 def episodes(count):
     return f"{count} episode{'' if count == 1 else 's'}"
 
@@ -1355,30 +1384,37 @@ def distance_markdown(task, methods, results):
              "Farthest: of any episode. Greedy, sampled: the final checkpoints' evaluations, the mean distance "
              "over their episodes, each begun with 0 to "
              f"{constants.EVAL_RANDOM_START} random actions, playing the most likely action, or sampling the policy "
-             "as in training (of the seeds run to their budget; seeds: those, and those still short of it).", ""]
+             "as in training (of the seeds run to their budget; seeds: those, and those still short of it). +-: "
+             "the standard error of the mean, over the seeds (where 2 or more got there) or over the episodes "
+             "(taken as independent).", ""]
     if paper:
         lines += [f"The paper: ICM {paper['icm']}; A3C {paper['a3c']}. **{judged['verdict']}**: {judged['why']}.", ""]
     baseline = results.get("random", {}).get(task)
     if baseline and baseline.get("mean_distance") is not None:
-        lines += [f"A random agent: {distance(baseline['mean_distance'])} over {episodes(baseline['episodes'])} "
+        lines += [f"A random agent: {with_error(baseline['mean_distance'], baseline.get('error'))} over "
+                  f"{episodes(baseline['episodes'])} "
                   f"(`{baseline['file']}`).", ""]
     lines += video_lines(results, task)
     lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
               + " | farthest | " + " | ".join(policies) + " |", "|---" * (len(milestones) + 4 + len(policies)) + "|"]
     for method, summary in methods.items():
-        pooled = [f"{distance(e['mean_distance'])} ({episodes(e['episodes'])})" if e else "-"
+        pooled = [f"{with_error(e['mean_distance'], e.get('error'))} ({episodes(e['episodes'])})" if e else "-"
                   for e in (summary.get(policy) for policy in policies)]
         lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | {', '.join(summary['setups']) or '-'} | "
-                     + " | ".join(spread(summary["distance_at"][str(m)], distance) for m in milestones)
+                     + " | ".join(spread(summary["distance_at"][str(m)], distance, error=True) for m in milestones)
                      + f" | {distance(summary['farthest'])} | " + " | ".join(pooled) + " |")
     lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", *policies])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():
             lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
-                distance(run["last_episodes"].get("distance")), distance(run.get("farthest")),
-                *(distance((run.get(f"{policy}_eval") or {}).get("mean_distance"))
-                  for policy in policies)]))
+                with_error(run["last_episodes"].get("distance"), run["last_episodes"].get("error")),
+                distance(run.get("farthest")), *(evaluation_cell(run.get(f"{policy}_eval")) for policy in policies)]))
     return lines + ["", *restart_lines(methods)]
+
+
+def evaluation_cell(evaluation):
+    """A seed's evaluation: its mean distance, with its standard error where it kept its episodes."""
+    return with_error((evaluation or {}).get("mean_distance"), evaluation_error(evaluation))
 
 
 def parse_args(argv=None):

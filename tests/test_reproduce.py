@@ -63,13 +63,15 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
 
     icm = results["tasks"]["mario"]["icm"]
     assert icm["seeds"]["1"]["distance_at"] == {"1000000": 300.0, "1500000": 700.0, "2000000": 1100.0}
-    assert icm["distance_at"]["1500000"] == {"mean": 700.0, "min": 650.0, "max": 750.0, "seeds": 3}
+    assert icm["distance_at"]["1500000"] == {"mean": 700.0, "error": pytest.approx(50 / 3 ** 0.5), "min": 650.0,
+                                             "max": 750.0, "seeds": 3}  # 650, 700, 750: standard deviation 50
     assert icm["farthest"] == 1200.0 and results["tasks"]["mario"]["a3c"]["distance_at"]["1500000"]["mean"] == 250.0
     # 700 lies within the paper's 711 +- 59.3, above A3C's 250
     assert results["verdicts"]["mario"]["verdict"] == "reproduced"
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| ICM | 3 | - | 300 | 700 [650-750] | 1,100 [1,000-1,200] | 1,200 | - | - |" in table
-    assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 | 250 | - | - |" in table
+    assert "| ICM | 3 | - | 300 +- 0 | 700 +- 29 [650-750] | 1,100 +- 58 [1,000-1,200] | 1,200 | - | - |" in table
+    assert "| ICM | 1 | - | 2M | 300 | 700 | 1,100 | 1,100 +- 0 | 1,100 | - | - |" in table, "last 100: +- over them"
+    assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 +- 0 | 250 | - | - |" in table
     assert "Success: the fraction" not in table, "no Doom task: no success rates explained"
     assert (tmp_path / "report" / "mario" / "distance_vs_steps.png").stat().st_size > 0
 
@@ -307,6 +309,8 @@ def test_mario_is_evaluated_greedy_and_sampled_each_kept_and_shown_apart(tmp_pat
         os.makedirs(folder, exist_ok=True)
         summary = {"episodes": 20, "random_start": 30, "policy": "greedy" if greedy else "sampled",
                    "mean_distance": 64.0 if greedy else 700.0, "success_rate": 0.9}
+        if not greedy:  # the sampled one keeps its episodes (600, 800, ...), the greedy one does not say them
+            summary["episode_details"] = [{"distance": 600.0 + 200 * (i % 2)} for i in range(20)]
         with open(os.path.join(folder, "summary.json"), "w") as handle:
             json.dump(summary, handle)
         return subprocess.CompletedProcess(argv, 0, "", "")
@@ -318,10 +322,14 @@ def test_mario_is_evaluated_greedy_and_sampled_each_kept_and_shown_apart(tmp_pat
     kept = json.loads((report_dir / "runs" / "mario-icm-s0" / "run.json").read_text())
     assert kept["greedy_eval"]["mean_distance"] == 64.0 and kept["sampled_eval"]["mean_distance"] == 700.0
     assert "sampled_eval" not in json.loads((report_dir / "runs" / "doomSparse-icm-s0" / "run.json").read_text())
-    assert results["tasks"]["mario"]["icm"]["sampled"] == {"mean_distance": 700.0, "episodes": 20}
+    error = (20 * 100 ** 2 / 19) ** 0.5 / 20 ** 0.5  # the standard error of 20 episodes 100 either side of 700
+    assert results["tasks"]["mario"]["icm"]["sampled"] == {"mean_distance": 700.0, "error": pytest.approx(error),
+                                                           "episodes": 20}
+    assert results["tasks"]["mario"]["icm"]["greedy"] == {"mean_distance": 64.0, "error": None, "episodes": 20}
     table = (report_dir / "results.md").read_text()
-    assert "| farthest | greedy | sampled |\n|---|---|---|---|---|---|---|---|\n| ICM | 1 | - | 1 | - | 1 | 64 (20 " in table
-    assert "| ICM | 0 | - | 1M | 1 | - | 1 | 1 | 64 | 700 | - |" in table
+    assert ("| farthest | greedy | sampled |\n|---|---|---|---|---|---|---|---|\n| ICM | 1 | - | 1 | - | 1 | 64 (20 "
+            "episodes) | 700 +- 23 (20 episodes) |") in table
+    assert "| ICM | 0 | - | 1M | 1 | - | 1 +- 0 | 1 | 64 | 700 +- 23 | - |" in table
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 3, "each policy's evaluation of this checkpoint is read back, neither taken for the other"
 
