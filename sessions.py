@@ -29,6 +29,7 @@ ABORT_RETRIES = 10  # retries of a session.run that TF aborted as a duplicate Ru
 # machine): cancelled and run again, before the supervisor, which waits 30 s without a heartbeat, takes the worker
 # for hung and restarts it.
 RUN_TIMEOUT_SECS = 20.0
+DUPLICATE_REQUEST = "request was received twice"  # the distributed runtime's spurious abort (AbortRetrySession)
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
 HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
@@ -124,7 +125,8 @@ class AbortRetrySession:
     did not fail: TF's spurious duplicate-RunGraph AbortedError, and a step that never returns.
 
     Under load the distributed runtime intermittently raises `AbortedError: The same RunGraph (Worker) request
-    was received twice` while two threads share a session; the request did not run, so running it again is safe.
+    was received twice` (or the CancelledError it causes, `retryable`) while two threads share a session; the
+    request did not run, so running it again is safe.
     And about once in two or three 5M-step Doom runs on 2 cores one update's `session.run` never returned: stack
     dumps of three such workers show the trainer waiting in TensorFlow's `LocalMaster::RunStep` for a step that
     never finished, while the other worker and the parameter server went on. So every run carries a deadline
@@ -150,8 +152,7 @@ class AbortRetrySession:
                 return self.session.run(fetches, feed_dict, options=self.options)
             except (tf.errors.OpError, ValueError) as raised:
                 error = described_error(raised)
-                if (not isinstance(error, (tf.errors.AbortedError, tf.errors.DeadlineExceededError))
-                        or attempt == self.retries):
+                if not retryable(error) or attempt == self.retries:
                     raise error from None
                 if isinstance(error, tf.errors.DeadlineExceededError):
                     self.timeouts += 1
@@ -164,6 +165,18 @@ class AbortRetrySession:
     def retried(self):
         """The runs it ran again, by cause, as a heartbeat shows them (status.py's worker line)."""
         return {"retried_runs": {"stuck": self.timeouts, "aborted": self.aborts}}
+
+
+def retryable(error):
+    """Whether AbortRetrySession runs again the run that failed with `error`: a step past its deadline, an abort,
+    and a cancellation that the duplicate-RunGraph abort caused. TensorFlow reports the step's first error, and
+    when the parameter server aborts its part as a duplicate request the worker's own part of the same step may be
+    cancelled first: a Mario A3C worker died twice of that CancelledError ("RecvFromRemoteAsync is cancelled" and,
+    below it, "ABORTED: ... received twice") in one 2-core sitting. Any other cancellation (a closing session, a
+    stop) is not retried."""
+    if isinstance(error, (tf.errors.AbortedError, tf.errors.DeadlineExceededError)):
+        return True
+    return isinstance(error, tf.errors.CancelledError) and DUPLICATE_REQUEST in (error.message or "")
 
 
 def retried_runs(session):

@@ -268,6 +268,40 @@ def test_a_run_stuck_in_the_distributed_runtime_is_cancelled_and_run_again():
                 sessions.AbortRetrySession(raw, retries=1, timeout=0.2).run(dequeue)
 
 
+class CancellingSession(FlakySession):
+    """Fails as a Mario A3C worker's update did twice in one sitting: a CancelledError of the worker's part of the
+    step, with the parameter server's duplicate-RunGraph abort below it (the message as TensorFlow gave it)."""
+
+    def __init__(self, failures, message):
+        super().__init__(failures)
+        self.message = message
+
+    def run(self, fetches, feed_dict=None, options=None):
+        import tensorflow as tf
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise tf.errors.CancelledError(None, None, self.message)
+        return fetches
+
+
+def test_a_cancellation_caused_by_the_duplicate_request_abort_is_retried_and_no_other():
+    import tensorflow as tf
+
+    from sessions import AbortRetrySession
+
+    message = ("Graph execution error:\n\n=====================\nCANCELLED: From /job:worker/replica:0/task:0:\n"
+               "RecvFromRemoteAsync is cancelled.\n\t [[{{node ReadVariableOp_26_S411}}]]\nABORTED: From "
+               "/job:ps/replica:0/task:0:\nThe same RunGraph (Worker) request was received twice. graph_handle: "
+               "\"0000000000000007\" step_id: 80141466847362230\n=====================")
+    session = AbortRetrySession(CancellingSession(2, message))
+    assert session.run("fetches") == "fetches" and session.aborts == 2
+    closing = CancellingSession(1, "Graph execution error:\n\nCANCELLED: Session has been closed.")
+    with pytest.raises(tf.errors.CancelledError, match="closed"):
+        AbortRetrySession(closing).run("fetches")
+    assert closing.calls == 1
+
+
 class MisdescribingSession(FlakySession):
     """Fails as TensorFlow's Session.run does when an abort's message quotes `[[` and a colon: with a ValueError
     raised while it handles the AbortedError."""
