@@ -190,10 +190,11 @@ def test_runner_thread_stops_when_asked():
 
 
 class FlakySession:
-    """Raises TF's duplicate-RunGraph AbortedError `failures` times, then answers."""
+    """Raises `error` (TF's duplicate-RunGraph AbortedError unless given) `failures` times, then answers."""
 
-    def __init__(self, failures):
+    def __init__(self, failures, error=None):
         self.failures = failures
+        self.error = error
         self.calls = 0
 
     def run(self, fetches, feed_dict=None, options=None):
@@ -201,7 +202,8 @@ class FlakySession:
 
         self.calls += 1
         if self.calls <= self.failures:
-            raise tf.errors.AbortedError(None, None, "The same RunGraph (Worker) request was received twice.")
+            raise self.error or tf.errors.AbortedError(None, None,
+                                                       "The same RunGraph (Worker) request was received twice.")
         return fetches
 
 
@@ -268,23 +270,6 @@ def test_a_run_stuck_in_the_distributed_runtime_is_cancelled_and_run_again():
                 sessions.AbortRetrySession(raw, retries=1, timeout=0.2).run(dequeue)
 
 
-class CancellingSession(FlakySession):
-    """Fails as a Mario A3C worker's update did twice in one sitting: a CancelledError of the worker's part of the
-    step, with the parameter server's duplicate-RunGraph abort below it (the message as TensorFlow gave it)."""
-
-    def __init__(self, failures, message):
-        super().__init__(failures)
-        self.message = message
-
-    def run(self, fetches, feed_dict=None, options=None):
-        import tensorflow as tf
-
-        self.calls += 1
-        if self.calls <= self.failures:
-            raise tf.errors.CancelledError(None, None, self.message)
-        return fetches
-
-
 def test_a_cancellation_caused_by_the_duplicate_request_abort_is_retried_and_no_other():
     import tensorflow as tf
 
@@ -294,9 +279,12 @@ def test_a_cancellation_caused_by_the_duplicate_request_abort_is_retried_and_no_
                "RecvFromRemoteAsync is cancelled.\n\t [[{{node ReadVariableOp_26_S411}}]]\nABORTED: From "
                "/job:ps/replica:0/task:0:\nThe same RunGraph (Worker) request was received twice. graph_handle: "
                "\"0000000000000007\" step_id: 80141466847362230\n=====================")
-    session = AbortRetrySession(CancellingSession(2, message))
+    # a Mario A3C worker's update failed so twice in one sitting: its own part of the step cancelled, the parameter
+    # server's duplicate-RunGraph abort below it (the message as TensorFlow gave it)
+    session = AbortRetrySession(FlakySession(2, tf.errors.CancelledError(None, None, message)))
     assert session.run("fetches") == "fetches" and session.aborts == 2
-    closing = CancellingSession(1, "Graph execution error:\n\nCANCELLED: Session has been closed.")
+    closed = "Graph execution error:\n\nCANCELLED: Session has been closed."
+    closing = FlakySession(1, tf.errors.CancelledError(None, None, closed))
     with pytest.raises(tf.errors.CancelledError, match="closed"):
         AbortRetrySession(closing).run("fetches")
     assert closing.calls == 1
