@@ -1333,6 +1333,19 @@ def seeds_cell(summary):
     return f"{summary['runs_finished']}" + (f" (+{short_of} short of budget)" if short_of else "")
 
 
+def machine_cell(run):
+    """The machine a run ran on; where its sittings moved it between machines, each with the step it handed the run
+    on at (a run begun on a large machine and finished on a small one is not the small one's alone)."""
+    spans = []  # [(machine, the step its first sitting began at)], a new one each time the machine changes
+    for sitting in run.get("sittings") or []:
+        if sitting.get("machine") and (not spans or spans[-1][0] != sitting["machine"]):
+            spans.append((sitting["machine"], sitting.get("from_step") or 0))
+    if len(spans) < 2:
+        return run.get("machine") or "-"
+    handed_on = [f"{machine} to {short(step)}" for (machine, _), (_, step) in zip(spans, spans[1:])]
+    return ", then ".join(handed_on + [spans[-1][0]])
+
+
 def seed_table_head(milestones, columns):
     """The header and rule of a table with a row per seed: whose run, its set-up, how far it ran, the milestones,
     `columns`, its sittings and machine."""
@@ -1342,7 +1355,7 @@ def seed_table_head(milestones, columns):
 
 def seed_row(method, seed, run, cells):
     return "| " + " | ".join([METHOD_LABELS[method], str(seed), run.get("setup") or "-", steps_cell(run), *cells,
-                              sittings_cell(run), run.get("machine") or "-"]) + " |"
+                              sittings_cell(run), machine_cell(run)]) + " |"
 
 
 def restart_lines(methods):

@@ -640,6 +640,12 @@ def test_a_second_sitting_skips_finished_runs_and_resumes_the_others(tmp_path, m
                                          (1_000_000, 2_000_000, 2_000_000, 0)]
     assert reproduce.sittings_cell({"sittings": sittings}) == "3, budget 1M then 2M"
     assert reproduce.sittings_cell({"sittings": sittings[:1] + [{**sittings[1], "restarts": 2}]}) == "2, 2 restarts"
+    # the machine column names each machine the run moved to, and the step it moved at
+    assert reproduce.machine_cell({"machine": "a, 2 cores", "sittings": sittings}) == "a, 2 cores"
+    moved = [{**sitting, "machine": machine} for sitting, machine in zip(sittings, ["a, 16 cores", "b", "b"])]
+    assert reproduce.machine_cell({"machine": "b", "sittings": moved}) == "a, 16 cores to 100k, then b"
+    moved[2]["machine"] = "a, 16 cores"
+    assert reproduce.machine_cell({"sittings": moved}) == "a, 16 cores to 100k, then b to 1M, then a, 16 cores"
 
 
 def test_sittings_written_again_from_an_archive_read_back_the_same(tmp_path):
