@@ -1,4 +1,5 @@
-"""A3C (Mnih et al. 2016) with a curiosity bonus: returns and advantages, the losses, and the asynchronous update.
+"""A3C (Mnih et al. 2016) with a curiosity bonus: returns and advantages, the losses, the asynchronous update, and
+the task that runs it (on the cluster, or in one process).
 
 Data path: `env.step` -> `acting.env_runner` (policy acts, curiosity bonus) -> `PartialRollout` -> queue ->
 `A3C.process` (advantages, sync global -> local, apply the local gradients to the global variables on the
@@ -14,9 +15,14 @@ import numpy as np
 import scipy.signal
 import tensorflow as tf
 
-from constants import CURIOSITY_CHOICES
+import cluster as roles
 import curiosity
-from acting import QUEUE_POLL_SECS, ActingCopy, RunnerThread
+import envs
+import logdir
+import runs
+import sessions
+from acting import QUEUE_POLL_SECS, ActingCopy, EpisodeLogger, RunnerThread
+from constants import CURIOSITY_CHOICES, UsageError
 from model import LSTMPolicy
 from sessions import AbortRetrySession, NonFiniteGuard, Timings, global_step_variable, guarded_apply, retried_runs
 
@@ -395,3 +401,185 @@ class A3C:
         self.summary_writer.add_summary(summary, self.last_global_step)
         self.summary_writer.flush()
         self._fps_start, self._fps_steps = now, 0
+
+
+# ---------------------------------------------------------------- playback
+
+class Agent:
+    """The run's global policy (and predictor) in a graph of its own, restored from a checkpoint, for playback."""
+
+    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
+        logdir.import_tf()  # graph mode, as the run trained
+        self.graph = tf.Graph()
+        self.config = config
+        with self.graph.as_default():
+            with tf1.variable_scope("global"):
+                self.policy, self.predictor = build_networks(env, config, run.get("design_head"), run["unsup"])
+                global_step_variable()
+            self.session = sessions.restored_session(tf1, self.graph, tf1.global_variables(), checkpoint, "model")
+        self.state = None
+
+    def reset(self):
+        self.state = self.policy.initial_state()
+
+    def act(self, observation, greedy):
+        actions, _, self.state = self.policy.act(self.session, [observation], self.state, greedy=greedy)
+        return int(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        if self.predictor is None:
+            return 0.0
+        return self.predictor.playback_bonus(self.session, observation, next_observation, action, self.config)
+
+    def close(self):
+        self.session.close()
+
+
+# ---------------------------------------------------------------- the task: one worker, on the cluster or alone
+
+Placement = collections.namedtuple("Placement", [
+    "job", "task",  # the task's role and index (cluster.py): a worker, or the one-process run
+    "global_device", "local_device",  # where the global variables and the worker's own ops go (None: here)
+    "target",  # the session's master: the task's server, or "" (in this process)
+    "session_config",  # the tf.ConfigProto of its sessions
+    "server",  # the task's tf.train.Server, or None
+    "progress",  # progress(total, initial): a progress bar of the global step (one process), or None
+])
+
+
+def cluster_placement(args):
+    """Worker `args.task` of the cluster: the global variables on the parameter servers, its own ops here."""
+    logdir.import_tf()
+    spec = runs.cluster_spec(args)
+    worker_device = f"/job:{roles.WORKER.job}/task:{args.task}/cpu:0"
+    server = sessions.task_server(tf1, spec, roles.WORKER.job, args.task)
+    return Placement(roles.WORKER.job, args.task, sessions.ps_device_setter(len(spec[roles.PS.job]), worker_device),
+                     worker_device, server.target,
+                     sessions.task_session_config(tf1, [f"/job:{roles.PS.job}", worker_device]), server, None)
+
+
+def run_task(args):
+    """A worker of an A3C cluster (worker.py --job-name worker): the algorithms' table's entry point."""
+    train_worker(args, cluster_placement)
+
+
+def run_local(args):
+    """`train.py --num-workers 0`: the whole A3C run in this process, its runner and trainer threads on one graph
+    with the global variables beside the local ones, a progress bar of the global step; exit status. The same
+    worker as on the cluster (train_worker), placed here."""
+    from tqdm import tqdm
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s a3c %(levelname)s %(message)s")
+    args.task = 0
+
+    def progress(total, initial):
+        return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True)
+
+    def placement(args):
+        return Placement(roles.LOCAL.job, 0, None, None, "", sessions.local_session_config(args.threads), None,
+                         progress)
+
+    last = train_worker(args, placement)
+    print(f"run over: global step {last:,} (episodes in {logdir.episodes_csv(args.log_dir, 0)})", flush=True)
+    return 0
+
+
+def train_worker(args, place):
+    """One A3C worker's life, wherever `place(args)` (a Placement) puts it: build the global and local networks,
+    restore or initialise (the chief), train until max_global_steps or a stop; the global step reached."""
+    logdir.import_tf()
+    task = args.task
+    stop_flag = sessions.StopFlag()
+    delay = envs.startup_delay(args.env_id, task)
+    if delay:
+        logger.info("waiting %.0f s before starting the game engine: simultaneous launches are fragile", delay)
+        time.sleep(delay)
+    first = runs.make_env(args, "human" if args.visualise else None)  # --visualise shows the first environment
+    config = runs.effective_config(args, first)
+    worker_envs = [first] + [runs.make_env(args) for _ in range(config.envs_per_worker - 1)]
+    env_threads = envs.steps_in_threads(args.env_id) and len(worker_envs) > 1
+    logger.info("playing %d %s environment%s at once%s", len(worker_envs), args.env_id,
+                "s" if len(worker_envs) > 1 else "", ", stepped side by side in threads" if env_threads else "")
+    for index, env in enumerate(worker_envs):  # worker i's k-th environment: seed + i K + k, unique in the run
+        env.reset(seed=config.seed + task * config.envs_per_worker + index)
+        env.action_space.seed(config.seed + task * config.envs_per_worker + index)
+    sessions.seed_task(tf1, config.seed + task)
+    placement = place(args)
+    chief = roles.is_chief(placement.job, task)
+    try:
+        trainer = A3C(worker_envs, task, config, design_head=args.design_head,
+                      env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
+                      global_device=placement.global_device, local_device=placement.local_device,
+                      env_threads=env_threads)
+    except ValueError as error:  # an impossible head/observation combination
+        raise UsageError(str(error)) from None
+    variables_to_save = [v for v in tf1.global_variables() if not v.name.startswith("local")]
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    init_fn = None
+    if chief:
+        latest = sessions.check_checkpoint(tf1, train_dir, variables_to_save)
+        if latest:
+            logger.info("resuming from %s%s", latest, " (--pretrain ignored: this run has its own checkpoint)"
+                        if args.pretrain else "")
+        elif args.pretrain:
+            trainable = [v for v in tf1.trainable_variables() if v.name.startswith("global/")]
+            init_fn = sessions.pretrain_init(tf1, args.pretrain, trainable, args.restore_include,
+                                             args.restore_exclude)
+        else:
+            logger.info("no checkpoint in %s: starting fresh", train_dir)
+    summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, task))
+    supervisor, saver = sessions.managed_supervisor(tf1, chief, train_dir, variables_to_save, trainer.global_step,
+                                                    summary_writer, config.checkpoint_secs, init_fn)
+    episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+    heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=placement.job)
+    if placement.server is not None:
+        logger.info("%s; connecting to the parameter server%s", runs.describe_cluster(args),
+                    "" if chief else " (waiting for the chief to initialise)")
+    try:
+        train(supervisor, saver, trainer, chief, stop_flag, placement, summary_writer, episode_logger, heartbeat)
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError) as error:
+        raise sessions.ClusterError(f"lost the parameter server at {getattr(args, 'ps_hosts', None)} "
+                                    f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
+    except sessions.NonFiniteError as error:  # the run cannot go on by itself: the supervisor stops it with this line
+        raise UsageError(str(error)) from None
+    finally:
+        try:
+            heartbeat.beat(trainer, episode_logger.episodes, state="stopped", force=True)
+            episode_logger.close()
+            summary_writer.close()  # its events are written by a thread of its own: wait for all of them
+        except OSError as error:  # the disk that failed the run fails these too: the error above is the news
+            logger.warning("could not record the stop: %s", error)
+        for env in worker_envs:
+            env.close()
+    logger.info("%s done at global step %d", roles.task_name(placement.job, task), trainer.last_global_step)
+    return trainer.last_global_step
+
+
+def train(supervisor, saver, trainer, chief, stop_flag, placement, summary_writer, episode_logger, heartbeat):
+    """The session loop: train until the max global step or a stop request; the chief saves at the end."""
+    config = trainer.config
+    bar = None
+    with supervisor.managed_session(placement.target, config=placement.session_config) as session:
+        episode_logger.resume_from(int(session.run(trainer.global_step)))
+        trainer.start(session, summary_writer, episode_logger)
+        stop_flag.training = True
+        logger.info("training from global step %d to %d", trainer.last_global_step, config.max_global_steps)
+        if placement.progress is not None:
+            bar = placement.progress(config.max_global_steps, trainer.last_global_step)
+        while (not supervisor.should_stop() and not stop_flag.stop
+               and trainer.last_global_step < config.max_global_steps):
+            before = trainer.last_global_step
+            trainer.process()
+            heartbeat.beat(trainer, episode_logger.episodes)
+            if bar is not None:
+                bar.update(trainer.last_global_step - before)
+                if trainer.updates % config.summary_every_updates == 0:
+                    bar.set_postfix(episodes=episode_logger.episodes, mean_return=episode_logger.mean_return(),
+                                    refresh=False)
+        if bar is not None:
+            bar.close()
+        heartbeat.beat(trainer, episode_logger.episodes, state="stopping", force=True)
+        trainer.stop()
+        if chief:
+            saver.save(session, supervisor.save_path, global_step=trainer.global_step)
+            logger.info("saved the final checkpoint at global step %d", trainer.last_global_step)

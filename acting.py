@@ -17,6 +17,7 @@ import time
 import tensorflow as tf
 
 import logdir
+from curiosity import assign_in_order
 from envs import GAME_METRICS, GameRecord
 from sessions import Timings
 
@@ -48,6 +49,7 @@ class PartialRollout:
         self.next_episode_value_int = 0.0  # V_int of the next episode's first state, after an episode end
         self.terminal = False
         self.episode_end = False
+        self.episode_start = False  # its first step is its episode's first
         self.features = features
 
     def add(self, observation, action, reward, value, value_int=None):
@@ -160,6 +162,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     initial = policy.initial_state(1)
     state = policy.initial_state(count)
     rollouts = [PartialRollout(state_row(state, k)) for k in range(count)]
+    for rollout in rollouts:
+        rollout.episode_start = True
     tallies = [EpisodeTally() for _ in range(count)]
     finished = []  # (rollout, index, tally) ended since the last batch, in order
     awaiting_value = []  # (rollout, index) cut at the last step: their V(s_T) comes with the next act call
@@ -186,7 +190,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
         awaiting_value, awaiting_next_episode = [], []
         if batch_complete:
             if bonus_now:
-                scaler.assign(fetched[0], fetched[1:], [(rollout, index) for rollout, index, _ in finished])
+                assign_in_order(scaler, fetched[0], fetched[1:], [(rollout, index) for rollout, index, _ in finished])
             for rollout, _, tally in finished:
                 tally.bonus += sum(rollout.bonuses)
                 if rollout.episode_end:
@@ -223,6 +227,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
                 continue
             finished.append((rollout, index, tally))
             rollouts[index] = PartialRollout(state_row(state, index))
+            rollouts[index].episode_start = rollout.episode_end
 
 
 class NetworkCopy:
@@ -372,6 +377,7 @@ class EpisodeLogger:
                "bonus", *GAME_METRICS]  # a game metric the environment does not report is left empty
     GAME_TAGS = {"success": "global/episode_success", "distance": "global/distance",
                  "position_x": "global/POSITION_X", "position_y": "global/POSITION_Y"}  # the original's tags
+    RECENT = 100  # episodes in mean_return, as a progress bar shows it
 
     def __init__(self, log_dir, task, summary_writer, global_step_fn):
         self.path = logdir.episodes_csv(log_dir, task)
@@ -389,6 +395,7 @@ class EpisodeLogger:
         self.visits_path = logdir.visits_csv(log_dir, task)
         self.visits_file = None  # opened at the first episode with positions
         self.episodes = 0
+        self.recent = collections.deque(maxlen=self.RECENT)  # the game's rewards of the last episodes
 
     def resume_from(self, step):
         """Called once the run's global step is known, before the first episode: what this task logged past `step`
@@ -408,6 +415,7 @@ class EpisodeLogger:
     def __call__(self, stats):
         global_step = self.global_step_fn()
         self.episodes += 1
+        self.recent.append(stats.env_reward)
         self.writer.writerow([global_step, f"{time.time():.3f}", self.task, f"{stats.reward:.6g}", stats.length,
                               f"{stats.seconds:.3f}", f"{stats.env_reward:.6g}", int(stats.truncated),
                               f"{stats.bonus:.6g}", *(f"{stats.game[key]:.6g}" if key in stats.game else ""
@@ -427,6 +435,10 @@ class EpisodeLogger:
             self.summary_writer.add_summary(summary, global_step)
         logger.info("episode %d: reward %.3f, bonus %.4f, length %d, global step %d",
                     self.episodes, stats.reward, stats.bonus, stats.length, global_step)
+
+    def mean_return(self):
+        """The mean game reward of the last RECENT episodes, as text; "-" before the first."""
+        return f"{sum(self.recent) / len(self.recent):.1f}" if self.recent else "-"
 
     def _write_visits(self, global_step, visits):
         if self.visits_file is None:

@@ -1,5 +1,5 @@
 """Ape-X (Horgan et al. 2018) on TensorFlow's cluster: `train.py --algo dqn --num-workers N` runs one learner and
-N actors (cluster.CLUSTERS["dqn"]), each a worker.py process; `--algo sac --num-workers N` the same with SAC's
+N actors (algorithms.DQN.roles), each a worker.py process; `--algo sac --num-workers N` the same with SAC's
 learner, whose actors sample its policy (as the actors of Ape-X's DDPG played its policy with noise).
 
     actor i   plays its K environments with its own copy of the learner's acting network, each feeding an n-step
@@ -29,9 +29,14 @@ import tensorflow as tf
 
 import cluster as roles
 import curiosity
+import logdir
+import model
 import offpolicy
 import replay
-from acting import NetworkCopy
+import runs
+import sessions
+from acting import EpisodeLogger, NetworkCopy
+from constants import UsageError
 from sessions import AbortRetrySession, Timings, retried_runs
 
 tf1 = tf.compat.v1
@@ -56,10 +61,10 @@ class ApeXGraph:
 
     def __init__(self, observation_space, action_space, config, head, learner_device, actor_device=None,
                  unsup="none", algo="dqn"):
-        shape, self.dtype = observation_space.shape, offpolicy.stored_dtype(observation_space)
+        shape, self.dtype = observation_space.shape, replay.stored_dtype(observation_space)
         actions = curiosity.action_spec(action_space)
         with tf1.device(learner_device):
-            self.network = offpolicy.build_agent(algo, shape, action_space, config, head, self.dtype)
+            self.network = offpolicy.build_learner(algo, shape, action_space, config, head, self.dtype)
             self.curious = None if unsup == "none" else offpolicy.Curious(unsup, shape, actions, config, head,
                                                                           self.dtype)
             frames = tf.uint8 if self.dtype == np.uint8 else tf.float32
@@ -86,7 +91,7 @@ class ApeXGraph:
         self.actor_variables = []
         if actor_device is not None:
             def actor_network():  # (its observations, its outputs), here and in its acting copy's graph
-                observations = offpolicy.observation_placeholder(shape, self.dtype, "actor_observations")
+                observations = model.observation_placeholder(shape, self.dtype, "actor_observations")
                 return observations, self.network.acting_network(observations, ACTOR_SCOPE)
 
             self.actor_network = actor_network
@@ -289,3 +294,89 @@ class Learner:
 def devices(job, task):
     learner = f"/job:{roles.LEARNER.job}/task:0/cpu:0"
     return learner, (None if job == roles.LEARNER.job else f"/job:{job}/task:{task}/cpu:0")
+
+
+def learner_replay(config, space, graph, one_step):
+    """The learner's replay, in its memory."""
+    return replay.PrioritizedReplay(config.replay_capacity, space.shape, graph.dtype, config.priority_alpha,
+                                    uniform=not config.prioritized, seed=config.seed, one_step=one_step,
+                                    action_shape=graph.network.action_shape, action_dtype=graph.network.action_dtype)
+
+
+def run_task(args):
+    """An Ape-X learner or actor (worker.py --job-name learner|actor): the algorithms' table's entry point for DQN
+    and SAC on a cluster. The chief (the learner) initialises or restores the variables and checkpoints them; an
+    actor waits for it."""
+    logdir.import_tf()
+    job, task = args.job_name, args.task
+    is_learner = roles.is_chief(job, task)
+    spec = runs.cluster_spec(args)
+    stop_flag = sessions.StopFlag()
+    first = runs.make_env(args)
+    config = runs.effective_config(args, first)
+    actor_envs = [] if is_learner else [first] + [runs.make_env(args) for _ in range(config.envs_per_worker - 1)]
+    space, action_space = first.observation_space, first.action_space
+    if is_learner:
+        first.close()  # the learner plays no game: the first environment told it the shapes
+    sessions.seed_task(tf1, config.seed + task)
+    try:
+        head = model.choose_head(space.shape, args.design_head)
+        graph = ApeXGraph(space, action_space, config, head, *devices(job, task), unsup=args.unsup, algo=args.algo)
+    except ValueError as error:  # an impossible head/observation combination
+        raise UsageError(str(error)) from None
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    if is_learner:
+        latest = sessions.check_checkpoint(tf1, train_dir, graph.shared_variables)
+        logger.info("resuming from %s; the replay refills first (%d transitions)" % (latest, config.learning_starts)
+                    if latest else f"no checkpoint in {train_dir}: starting fresh")
+    server = sessions.task_server(tf1, spec, job, task)
+    summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
+    supervisor, saver = sessions.managed_supervisor(
+        tf1, is_learner, train_dir, graph.shared_variables, graph.network.global_step, summary_writer,
+        config.checkpoint_secs, init_fn=graph.network.initialise, local_variables=graph.actor_variables,
+        save_summaries=False)
+    own_device = devices(job, task)[1]
+    session_config = sessions.task_session_config(tf1, [f"/job:{roles.LEARNER.job}",
+                                                        *([own_device] if own_device else [])])
+    heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
+    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
+                f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
+    episodes = 0  # an actor's, at the end
+    trainer = None
+    try:
+        with supervisor.managed_session(server.target, config=session_config) as session:
+            stop_flag.training = True
+            if is_learner:
+                memory = learner_replay(config, space, graph, one_step=graph.curious is not None)
+                trainer = Learner(graph, config, memory, summary_writer)
+                try:
+                    trainer.run(session, stop_flag, heartbeat)
+                    if not stop_flag.stop:
+                        trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
+                finally:
+                    trainer.close()
+                heartbeat.beat(trainer, 0, state="stopping", force=True)
+                saved = saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
+                logger.info("saved the final checkpoint %s", saved)  # named by the global step when saved
+            else:
+                trainer = Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
+                episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
+                episode_logger.resume_from(int(session.run(graph.network.global_step)))
+                try:
+                    trainer.run(session, stop_flag, heartbeat, episode_logger)
+                    trainer.send(session)
+                    if not stop_flag.stop:
+                        session.run(graph.finish)  # the learner may go
+                finally:
+                    episode_logger.close()
+                    trainer.close()
+                episodes = episode_logger.episodes
+            heartbeat.beat(trainer, episodes, state="stopped", force=True)
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
+        raise sessions.ClusterError(f"lost the learner at {args.learner_hosts} "
+                                    f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
+    finally:
+        summary_writer.close()
+        for env in actor_envs:
+            env.close()
+    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)

@@ -1,60 +1,22 @@
-"""The roles of a run's cluster, in one table, and the ways a cluster is described.
+"""A run's cluster: how its tasks are named, and the ways a cluster is described and read.
 
-Which jobs a cluster of each algorithm has, which task is the chief, how a task is named, whether it beats a
-heartbeat, what its death restarts and when the run is done: the launcher (train.py), the worker, the
-supervisor and the status view read `ROLES` and the functions below; no other file spells a job's name.
-A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "worker": ["host:port", ...]}; a
-task is (job, index). It is read from a JSON file or flags (train.py), TF_CONFIG or a Slurm step (worker.py).
-This module does not import TensorFlow.
+Which jobs a cluster of each algorithm has, which task is the chief and what a role's death restarts are the
+algorithms' table's (algorithms.py); this module names the tasks and reads clusters by it, whatever the algorithm.
+A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "worker": ["host:port", ...]} (A3C) or
+{"learner": [...], "actor": [...]} (Ape-X); a task is (job, index). It is read from a JSON file or flags
+(train.py), TF_CONFIG or a Slurm step (worker.py). This module does not import TensorFlow.
 """
-import dataclasses
 import hashlib
 import json
 import re
 
-
-@dataclasses.dataclass(frozen=True)
-class Role:
-    job: str  # TensorFlow's job name
-    title: str  # in messages
-    prefix: str  # of its processes' names (tmux windows, <name>.out, the supervisor's and status view's keys)
-    heartbeat: bool  # beats <log-dir>/status_<key>.json while it runs: a live one whose beat stops is hung
-    learner: bool  # trains: the run is done when every learner has finished (exit 0); its usage error stops it
-    finishes: bool  # exits 0 when the run has reached max_global_steps: it is then done, not started again
-    restarts: tuple  # the jobs whose sessions its death loses (it holds their variables): started again with it
-    stops_first: bool  # stopped first, given time to save its last checkpoint, before the others
-    single: bool = False  # a cluster has exactly one task of it
-
-
-PS = Role("ps", "parameter server", "ps", heartbeat=False, learner=False, finishes=False, restarts=("worker",),
-          stops_first=False)
-WORKER = Role("worker", "worker", "w", heartbeat=True, learner=True, finishes=True, restarts=(), stops_first=True)
-# Ape-X (apex.py): the learner holds the variables and the transitions' queue, owns the replay and trains; the
-# actors play and send it transitions. One learner: the replay is in its memory, and the actors address task 0.
-LEARNER = Role("learner", "learner", "learner", heartbeat=True, learner=True, finishes=True, restarts=("actor",),
-               stops_first=True, single=True)
-ACTOR = Role("actor", "actor", "a", heartbeat=True, learner=False, finishes=True, restarts=(), stops_first=False)
-# The one-process mode (offpolicy.run_local, --num-workers 0): no cluster; its one task plays and learns, and
-# beats a heartbeat for the status view like a cluster's tasks.
-LOCAL = Role("local", "one-process run", "local", heartbeat=True, learner=True, finishes=True, restarts=(),
-             stops_first=False, single=True)
-# The jobs of each algorithm's cluster, in the order they start; an algorithm with other roles adds its row here.
-CLUSTERS = {"a3c": (PS, WORKER), "dqn": (LEARNER, ACTOR), "sac": (LEARNER, ACTOR)}
-ROLES = {role.job: role for roles in CLUSTERS.values() for role in roles}
-JOBS = tuple(ROLES)  # a cluster's
-ROLES[LOCAL.job] = LOCAL
-# The chief initialises or restores the global variables, checkpoints them, and saves at the end.
-CHIEFS = {"a3c": (WORKER.job, 0), "dqn": (LEARNER.job, 0), "sac": (LEARNER.job, 0)}
-NAMED_ALONE = (PS, LEARNER, LOCAL)  # task 0 of these is named by the prefix alone
+import algorithms
+from algorithms import ACTOR, JOBS, LEARNER, LOCAL, PS, ROLES, WORKER, Role  # noqa: F401 -- the roles, for readers
 
 
 def is_chief(job, index):
-    return (job, index) in CHIEFS.values()
-
-
-def algos_of(cluster):
-    """The algorithms whose clusters have exactly the jobs of `cluster` (a ClusterSpec dict); () if none."""
-    return tuple(algo for algo, roles in CLUSTERS.items() if set(cluster) == {role.job for role in roles})
+    """Whether task `index` of `job` is the run's chief (the algorithms' table: task 0 of the role that has it)."""
+    return ROLES[job].chief and index == 0
 
 
 def jobs_of(cluster):
@@ -65,7 +27,7 @@ def task_name(job, index):
     """ps task 0 is "ps" (the original's window name), then "ps-1", ...; worker i is "w-i"; the learner is
     "learner", actor i "a-i"; a one-process run "local"."""
     role = ROLES[job]
-    if role in NAMED_ALONE and index == 0:
+    if role.named_alone and index == 0:
         return role.prefix
     return f"{role.prefix}-{index}"
 
@@ -73,13 +35,13 @@ def task_name(job, index):
 def heartbeat_key(job, index):
     """What names a task's heartbeat file (status_<key>.json): the index of a worker or actor (status_0.json, as
     before there were roles), the name of the others."""
-    return task_name(job, index) if ROLES[job] in NAMED_ALONE else index
+    return task_name(job, index) if ROLES[job].named_alone else index
 
 
 def parse_task_name(name):
     """'w-3' -> ("worker", 3), 'ps' -> ("ps", 0); None for a name that is not a task's (supervisor, tb)."""
-    for role in NAMED_ALONE:
-        if name == role.prefix:
+    for role in ROLES.values():
+        if role.named_alone and name == role.prefix:
             return role.job, 0
     prefix, dash, index = name.rpartition("-")
     for role in ROLES.values():
@@ -98,11 +60,12 @@ class LaunchError(Exception):
     """Something the user can fix before anything starts; printed as one line."""
 
 
-def local(first_port, num_workers, num_ps=1, algo="a3c"):
-    """The cluster of a run on this machine alone, on 127.0.0.1 from `first_port` on: the parameter servers, then
-    the workers; or (dqn, sac) the learner, then the actors."""
-    serving, playing = CLUSTERS[algo]
-    count = num_ps if serving is PS else 1
+def local(first_port, num_workers, num_ps=1, algo=algorithms.DEFAULT):
+    """The cluster of a run of `algo` on this machine alone, on 127.0.0.1 from `first_port` on: the serving tasks
+    (`num_ps` parameter servers, or the one learner), then `num_workers` playing ones (workers, actors)."""
+    row = algorithms.get(algo)
+    serving, playing = row.serving, row.playing
+    count = 1 if serving.single else num_ps
     return {serving.job: [f"127.0.0.1:{first_port + j}" for j in range(count)],
             playing.job: [f"127.0.0.1:{first_port + count + i}" for i in range(num_workers)]}
 
@@ -112,9 +75,19 @@ def describe(cluster, separator=","):
     return "; ".join(f"{job} {separator.join(cluster[job])}" for job in jobs_of(cluster))
 
 
-def from_hosts(ps_hosts, worker_hosts):
-    """The cluster of worker.py's --ps-hosts and --worker-hosts."""
-    return {PS.job: ps_hosts.split(","), WORKER.job: worker_hosts.split(",")}
+def hosts_flag(job):
+    """The flag that gives a job's addresses: --ps-hosts, --worker-hosts, --learner-hosts, --actor-hosts."""
+    return f"--{job}-hosts"
+
+
+def hosts_attribute(job):
+    """The argparse dest of hosts_flag(job)."""
+    return f"{job}_hosts"
+
+
+def from_hosts(hosts, algo=algorithms.DEFAULT):
+    """The cluster of `algo` from {job: "host:port,..."} (worker.py's --ps-hosts ... --actor-hosts)."""
+    return {job: hosts[job].split(",") for job in algorithms.get(algo).jobs}
 
 
 def split_address(address):
@@ -126,13 +99,18 @@ def split_address(address):
     return host, int(port)
 
 
-CLUSTER_FORMS = ('{"ps": ["host:port", ...], "worker": ["host:port", ...]} (A3C) or {"learner": ["host:port"], '
-                 '"actor": ["host:port", ...]} (--algo dqn or sac)')
+def cluster_forms():
+    """The forms a cluster file can take, one per distinct set of jobs, for messages."""
+    forms = {}
+    for name, row in algorithms.ALGORITHMS.items():
+        forms.setdefault(row.jobs, []).append(name)
+    return " or ".join("{" + ", ".join(f'"{job}": ["host:port", ...]' for job in jobs) + "} (--algo "
+                       + " or ".join(names) + ")" for jobs, names in forms.items())
 
 
 def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
-    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form: the jobs of one algorithm of CLUSTERS; a
-    "chief" list counts as the first workers, as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address
+    """The cluster of --cluster FILE (TensorFlow's ClusterSpec form: the jobs of one algorithm's cluster; a
+    "chief" list counts as the first tasks of the chief's job, as in TF_CONFIG) or of --ps-hosts/--worker-hosts; every address
     checked, none twice."""
     if path:
         try:
@@ -143,16 +121,13 @@ def read_cluster(path=None, ps_hosts=None, worker_hosts=None):
         except ValueError as error:
             raise LaunchError(f"--cluster {path} is not JSON ({error})") from None
         if not isinstance(spec, dict) or not all(isinstance(hosts, list) for hosts in spec.values()):
-            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
-        if "chief" in spec:
-            spec = {job: hosts for job, hosts in spec.items() if job != "chief"} | {
-                WORKER.job: spec["chief"] + spec.get(WORKER.job, [])}
+            raise LaunchError(f"--cluster {path}: expected {cluster_forms()}")
+        spec = with_chiefs(spec)
         unknown = sorted(set(spec) - set(JOBS))
         if unknown:
-            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; a run has ps and worker, or "
-                              f"learner and actor (--algo dqn or sac)")
-        if not algos_of(spec):
-            raise LaunchError(f"--cluster {path}: expected {CLUSTER_FORMS}")
+            raise LaunchError(f"--cluster {path}: unknown job(s) {', '.join(unknown)}; expected {cluster_forms()}")
+        if not algorithms.of_cluster(spec):
+            raise LaunchError(f"--cluster {path}: expected {cluster_forms()}")
         cluster = spec
     else:
         cluster = {PS.job: (ps_hosts or "").split(","), WORKER.job: (worker_hosts or "").split(",")}
@@ -239,12 +214,46 @@ def expand_tasks_per_node(text):
     return counts
 
 
-def role_from_slurm(environ):
-    """{job_name, task, ps_hosts, worker_hosts} of this task of an `srun` step, or {} outside one: task 0 is the
-    parameter server, the others the workers in order (the chief is task 1); tasks fill the nodes in order, as
-    srun's default block distribution places them, and the k-th task on a node listens on SLURM_PORT_BASE + k."""
+CHIEF_REPLICA = "chief"  # TF_CONFIG's (and a cluster file's) name for the chief's replica
+
+
+def chief_job_of(spec):
+    """The job a "chief" replica belongs to: that of the chief of the algorithm whose other jobs `spec` has (A3C's
+    worker 0, Ape-X's learner)."""
+    others = set(spec) - {CHIEF_REPLICA}
+    for row in algorithms.ALGORITHMS.values():
+        chief = row.chief[0]
+        if others <= set(row.jobs) and set(row.jobs) <= others | {chief}:
+            return chief
+    return WORKER.job
+
+
+def with_chiefs(spec):
+    """A ClusterSpec dict with its "chief" list, if any, put first in the chief's job."""
+    if CHIEF_REPLICA not in spec:
+        return spec
+    job = chief_job_of(spec)
+    return {name: hosts for name, hosts in spec.items() if name != CHIEF_REPLICA} | {
+        job: list(spec[CHIEF_REPLICA]) + list(spec.get(job, []))}
+
+
+def role_fields(row, job, task, cluster):
+    """What TF_CONFIG or a Slurm step tells worker.py: {job_name, task, <job>_hosts of each job of the cluster}."""
+    return {"job_name": job, "task": task, **{hosts_attribute(name): ",".join(cluster[name]) for name in row.jobs}}
+
+
+def article(title):
+    return f"{'an' if title[0] in 'aeiou' else 'a'} {title}"
+
+
+def role_from_slurm(environ, algo=algorithms.DEFAULT):
+    """{job_name, task, <job>_hosts...} of this task of an `srun` step, or {} outside one: task 0 is the serving task
+    (A3C's parameter server, Ape-X's learner), the others the playing ones in order (A3C's chief is task 1); tasks
+    fill the nodes in order, as srun's default block distribution places them, and the k-th task on a node listens
+    on SLURM_PORT_BASE + k."""
     if "SLURM_PROCID" not in environ or "SLURM_STEP_NODELIST" not in environ:
         return {}
+    row = algorithms.get(algo)
     try:
         rank = int(environ["SLURM_PROCID"])
         nodes = expand_hostlist(environ["SLURM_STEP_NODELIST"])
@@ -253,32 +262,42 @@ def role_from_slurm(environ):
     except (KeyError, ValueError) as error:
         raise ValueError(f"cannot read the step's tasks and nodes ({error})") from None
     if len(nodes) != len(counts) or sum(counts) < 2 or not 0 <= rank < sum(counts):
-        raise ValueError(f"{sum(counts)} tasks on {len(nodes)} nodes: a run needs a parameter server and a worker, "
-                         f"one task each (srun --ntasks N+1)")
+        raise ValueError(f"{sum(counts)} tasks on {len(nodes)} nodes: a run needs {article(row.serving.title)} and "
+                         f"{article(row.playing.title)}, one task each (srun --ntasks N+1)")
     hosts = [f"{node}:{base + k}" for node, count in zip(nodes, counts) for k in range(count)]
-    return {"job_name": PS.job if rank == 0 else WORKER.job, "task": max(rank - 1, 0), "ps_hosts": hosts[0],
-            "worker_hosts": ",".join(hosts[1:])}
+    cluster = {row.serving.job: hosts[:1], row.playing.job: hosts[1:]}
+    job = row.serving.job if rank == 0 else row.playing.job
+    return role_fields(row, job, max(rank - 1, 0), cluster)
 
 
-def role_from_tf_config(text):
-    """{job_name, task, ps_hosts, worker_hosts} from TF_CONFIG (the Kubeflow TFJob / tf.distribute convention:
-    {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0}}), or {} when unset. A
-    "chief" replica is worker 0, the chief of this design, and the "worker" replicas follow it."""
+def role_from_tf_config(text, algo=algorithms.DEFAULT):
+    """{job_name, task, <job>_hosts...} from TF_CONFIG (the Kubeflow TFJob / tf.distribute convention:
+    {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0}}, or the "learner" and
+    "actor" jobs of Ape-X), or {} when unset. A "chief" replica is the chief of this design (A3C's worker 0, Ape-X's
+    learner), and the replicas of its job follow it."""
     if not text:
         return {}
+    row = algorithms.get(algo)
     try:
         config = json.loads(text)
-        cluster, task = config["cluster"], config["task"]
-        chiefs, workers, ps = list(cluster.get("chief", [])), list(cluster.get("worker", [])), list(cluster["ps"])
+        spec, task = dict(config["cluster"]), config["task"]
         kind, index = task["type"], int(task["index"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"not a cluster with ps and a task with type and index ({error})") from None
-    if kind == "chief":
-        kind = "worker"
-    elif kind == "worker":
+        raise ValueError(f"not a cluster and a task with type and index ({error})") from None
+    chiefs = list(spec.get(CHIEF_REPLICA, []))
+    chief_job = row.chief[0]
+    if kind == CHIEF_REPLICA:
+        kind = chief_job
+    elif kind == chief_job:
         index += len(chiefs)
-    elif kind != "ps":
-        raise ValueError(f"task type {kind!r}: this program runs ps, chief and worker tasks only")
-    if not ps or not chiefs + workers:
-        raise ValueError("the cluster needs a ps and at least one chief or worker")
-    return {"job_name": kind, "task": index, "ps_hosts": ",".join(ps), "worker_hosts": ",".join(chiefs + workers)}
+    elif kind not in row.jobs:
+        raise ValueError(f"task type {kind!r}: --algo {row.name} runs {', '.join((CHIEF_REPLICA,) + row.jobs)} "
+                         f"tasks only")
+    if chiefs:
+        spec[chief_job] = chiefs + list(spec.get(chief_job, []))
+        del spec[CHIEF_REPLICA]
+    missing = [job for job in row.jobs if not spec.get(job)]
+    if missing or set(spec) - set(row.jobs):
+        raise ValueError(f"the cluster needs the jobs {' and '.join(row.jobs)} of --algo {row.name}, each with an "
+                         f"address (a chief counts as {chief_job}); it has {', '.join(sorted(spec)) or 'none'}")
+    return role_fields(row, kind, index, {job: list(spec[job]) for job in row.jobs})

@@ -11,6 +11,7 @@ import json
 import os
 import time
 
+import algorithms
 import logdir
 from dataclasses import dataclass, field, fields
 
@@ -319,24 +320,14 @@ PRESETS = {
 PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
 
-def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", algo="a3c"):
-    """`auto` means, for A3C, `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations
-    (`classic_curiosity` with a curiosity bonus) and `paper` (the original's constants) for other images; for
-    DQN, `dqn_classic` for vectors (`dqn_classic_curiosity` with a bonus) and `dqn` for images; for SAC,
-    `sac_classic` and `sac`."""
+def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", algo=algorithms.DEFAULT):
+    """`auto` means the preset the algorithm's row names for these observations (algorithms.Algorithm.preset): for
+    A3C, `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations (`classic_curiosity` with a
+    curiosity bonus) and `paper` (the original's constants) for other images; for DQN, `dqn_classic` for vectors
+    (`dqn_classic_curiosity` with a bonus) and `dqn` for images; for SAC, `sac_classic` and `sac`."""
     if preset != "auto":
         return preset
-    if algo == "dqn" and observation_kind == "vector" and unsup != "none":
-        return "dqn_classic_curiosity"
-    if algo in REPLAY_ALGOS:
-        return f"{algo}_classic" if observation_kind == "vector" else algo
-    if family == "mario":
-        return "mario"
-    if family == "doom":
-        return "doom"
-    if observation_kind == "vector":
-        return "classic" if unsup == "none" else "classic_curiosity"
-    return "paper"
+    return algorithms.get(algo).preset(observation_kind, family, bonus=unsup != "none")
 
 
 def config_from_overrides(overrides, preset="paper"):
@@ -376,14 +367,11 @@ class RunFlag:
     type: object = None  # argparse's type of a value flag (str when None)
 
 
-ALGOS = ("a3c", "dqn", "sac")  # --algo: the learner
-REPLAY_ALGOS = ("dqn", "sac")  # the learners of offpolicy.py, with a replay and a one-process mode
-CONTINUOUS_ACTION_ALGOS = ("sac",)  # the learners that also take a bounded Box of actions
 
 RUN_FLAGS = (
-    RunFlag("algo", ("--algo",), "the learner: a3c (the paper's), dqn (Double DQN, n-step, prioritized replay) or "
-            "sac (Soft Actor-Critic, continuous or discrete actions; one process by default)",
-            default="a3c", choices=ALGOS, recorded=True, identity=True),
+    RunFlag("algo", ("--algo",), "the learner: " + "; ".join(f"{row.name}, {row.title}"
+                                                             for row in algorithms.ALGORITHMS.values()),
+            default=algorithms.DEFAULT, choices=algorithms.NAMES, recorded=True, identity=True),
     RunFlag("env_id", ("--env-id", "-e"), "environment id, doom being the paper's MyWayHome", default="doom",
             always=True, recorded=True, identity=True),
     RunFlag("env_wrap", ("--env-wrap", "--envWrap"), "the paper's preprocessing and reward clipping", kind="switch",

@@ -6,7 +6,8 @@ A bonus is built twice by the trainer, like the policy: in `global/` (on the par
 - `feed_sequences(sequences, actions)`: the feed for the transitions along rollouts (each rollout's frames
   s_0 .. s_T, the actions concatenated); `feed(observations, next_observations, actions)` for loose ones.
 - `bonus_per_step`: [N] the raw bonus of each fed transition; `scaler(config, count)` makes the runner's numpy
-  side that turns it into the reward of each step (and may keep running state per environment).
+  side that turns it into the reward of each step (and may keep running state per environment);
+  `one_stream_weight(config)` is what a learner adding those rewards to its one reward stream weighs them by.
 - `training_loss(config)`: what the bonus's own optimiser minimises; `var_list`: its trainable variables.
 - `state_variables`: non-trainable variables that are synced global -> local with the trainable ones and
   checkpointed (running statistics); `update_statistics(local)`, run on the global copy, gives the op that
@@ -74,10 +75,37 @@ def pixel_loss_per_step(predicted, target):
     return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
 
 
-class BetaScaler:
-    """The runner's side of a bonus whose reward is `prediction_beta` x its raw value: no state."""
+class Scaler:
+    """The acting side of a bonus: turns raw bonuses into each step's reward, per environment, and is told where
+    each environment's episodes begin and end, in the order of the steps it is given: `episode_begins(index)` before
+    the first step of an episode of environment `index` reaches `assign` or `step`, `episode_ends(index)` after its
+    last. An episodic bonus (a count per episode, an episodic memory) keeps its state here; these keep none."""
 
-    fetches = ()  # tensors fetched with the raw bonus, handed to `assign` as `extra`
+    fetches = ()  # tensors fetched with the raw bonus, handed to `assign` and `step` as `extra`
+
+    def episode_begins(self, index):
+        """Environment `index` begins an episode: its next step is the episode's first."""
+
+    def episode_ends(self, index):
+        """Environment `index`'s episode ended with the step last given."""
+
+
+def assign_in_order(scaler, raw, extra, finished):
+    """Hand the raw bonuses of the rollouts `finished` [(rollout, environment index)] to `scaler.assign` one rollout at a
+    time, telling it where episodes begin (`rollout.episode_start`) and end (`rollout.episode_end`): what every
+    rollout-based learner (A3C's runner) calls."""
+    offset = 0
+    for rollout, index in finished:
+        if rollout.episode_start:
+            scaler.episode_begins(index)
+        scaler.assign(raw[offset:offset + len(rollout)], extra, [(rollout, index)])
+        offset += len(rollout)
+        if rollout.episode_end:
+            scaler.episode_ends(index)
+
+
+class BetaScaler(Scaler):
+    """The runner's side of a bonus whose reward is `prediction_beta` x its raw value: no state."""
 
     def __init__(self, beta):
         self.beta = beta
@@ -147,6 +175,11 @@ class Curiosity:
     def scaler(self, config, count):
         """The runner's side for `count` environments."""
         return BetaScaler(config.prediction_beta)
+
+    def one_stream_weight(self, config):
+        """What a learner that adds the bonus to its one reward stream (a replay learner's) multiplies the scaler's
+        rewards by: 1 where the scaler has applied prediction_beta already."""
+        return 1.0
 
     def playback_bonus(self, session, observation, next_observation, action, config):
         """The reward of one transition for playback, where no runner keeps running state."""
@@ -291,7 +324,7 @@ def rnd_trunk(x):
     return flatten(tf.nn.leaky_relu(conv2d(x, 64, "c3", (3, 3), (1, 1), pad="VALID")))
 
 
-class ReturnScaler:
+class ReturnScaler(Scaler):
     """The runner's side of RND: each step's raw bonus divided by the running standard deviation of the
     discounted bonus return (Burda et al. 2018), and that return kept per environment, across episodes, for the
     statistics' update (`rollout.bonus_data`)."""
@@ -373,6 +406,11 @@ class RandomNetworkDistillation(Curiosity):
 
     def scaler(self, config, count):
         return ReturnScaler(self.return_moments.var, config.gamma_int, count)
+
+    def one_stream_weight(self, config):
+        """int_coef: the scaler's rewards are normalised by the return's deviation, and weighted as the two-stream
+        path weighs the bonus's advantage."""
+        return config.int_coef
 
     def playback_bonus(self, session, observation, next_observation, action, config):
         raw, return_var = session.run([self.bonus_per_step, self.return_moments.var],

@@ -36,10 +36,12 @@ logdir.tf_environment()
 
 import numpy as np  # noqa: E402
 
+import algorithms  # noqa: E402
 import constants  # noqa: E402
 import envs  # noqa: E402
+import runs  # noqa: E402
 from constants import UsageError  # noqa: E402
-from logdir import checkpoint_shapes, import_tf  # noqa: E402
+from logdir import import_tf  # noqa: E402
 
 logger = logging.getLogger("demo")
 
@@ -150,135 +152,10 @@ def checkpoint_step(tf1, prefix):
         return int(step) if step.isdigit() else 0
 
 
-def restored_session(tf1, graph, variables, checkpoint, what):
-    """A one-thread session of `graph` with `variables` restored from `checkpoint`; UsageError, in one line, for
-    a checkpoint that lacks one of them or holds it in another shape."""
-    shapes = checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
-    missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
-    if missing:
-        raise UsageError(f"checkpoint {checkpoint} does not fit this run's {what} (missing or reshaped: "
-                         f"{', '.join(missing[:3])}...); is it from another run?")
-    session = tf1.Session(graph=graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
-                                                              inter_op_parallelism_threads=1))
-    tf1.train.Saver(variables).restore(session, checkpoint)
-    return session
-
-
-class Agent:
-    """The run's global policy (and predictor) in a graph of its own, restored from a checkpoint."""
-
-    def __init__(self, env, run, config, checkpoint):
-        from a3c import build_networks
-        from sessions import global_step_variable
-
-        tf1 = import_tf()
-        self.graph = tf1.Graph()
-        self.config = config
-        with self.graph.as_default():
-            with tf1.variable_scope("global"):
-                self.policy, self.predictor = build_networks(env, config, run.get("design_head"), run["unsup"])
-                global_step_variable()
-            self.session = restored_session(tf1, self.graph, tf1.global_variables(), checkpoint, "model")
-        self.state = None
-
-    def reset(self):
-        self.state = self.policy.initial_state()
-
-    def act(self, observation, greedy):
-        actions, _, self.state = self.policy.act(self.session, [observation], self.state, greedy=greedy)
-        return int(actions[0])
-
-    def bonus(self, observation, next_observation, action):
-        if self.predictor is None:
-            return 0.0
-        return self.predictor.playback_bonus(self.session, observation, next_observation, action, self.config)
-
-    def close(self):
-        self.session.close()
-
-
-class QAgent:
-    """A DQN run's online Q network in a graph of its own, restored from a checkpoint: argmax Q when greedy, else
-    epsilon-greedy."""
-
-    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
-        import dqn
-        import model
-        import offpolicy
-
-        tf1 = import_tf()
-        self.graph = tf1.Graph()
-        self.epsilon = config.eval_epsilon if epsilon is None else epsilon
-        self.rng = np.random.default_rng(seed)
-        space = env.observation_space
-        self.dtype = offpolicy.stored_dtype(space)
-        with self.graph.as_default():
-            head = model.choose_head(space.shape, run.get("design_head"))
-            self.network = dqn.DQN(space.shape, env.action_space.n, config, head, self.dtype)
-            self.session = restored_session(tf1, self.graph, self.network.online_variables, checkpoint,
-                                            "Q network")
-
-    def reset(self):
-        pass
-
-    def act(self, observation, greedy):
-        import offpolicy
-
-        stored = offpolicy.to_stored([observation], self.dtype)
-        actions, _ = self.network.act(self.session, stored, 0.0 if greedy else self.epsilon, self.rng)
-        return int(actions[0])
-
-    def bonus(self, observation, next_observation, action):
-        return 0.0
-
-    def close(self):
-        self.session.close()
-
-
-class SACAgent:
-    """A SAC run's actor in a graph of its own, restored from a checkpoint: the policy's mean action when greedy
-    (its most likely one when discrete), else a sample of the policy."""
-
-    def __init__(self, env, run, config, checkpoint, seed=0):
-        import model
-        import offpolicy
-        import sac
-
-        tf1 = import_tf()
-        self.graph = tf1.Graph()
-        self.rng = np.random.default_rng(seed)
-        space = env.observation_space
-        self.dtype = offpolicy.stored_dtype(space)
-        with self.graph.as_default():
-            head = model.choose_head(space.shape, run.get("design_head"))
-            self.network = sac.SAC(space.shape, env.action_space, config, head, self.dtype)
-            self.session = restored_session(tf1, self.graph, self.network.actor_variables, checkpoint, "actor")
-
-    def reset(self):
-        pass
-
-    def act(self, observation, greedy):
-        import offpolicy
-
-        stored = offpolicy.to_stored([observation], self.dtype)
-        actions, _ = self.network.act(self.session, stored, self.rng, greedy=greedy)
-        return offpolicy.env_action(actions[0])
-
-    def bonus(self, observation, next_observation, action):
-        return 0.0
-
-    def close(self):
-        self.session.close()
-
-
 def make_agent(args, env, run, config, checkpoint):
-    """The run's policy as an agent: the A3C policy, a DQN's Q network or a SAC run's actor."""
-    algo = run.get("algo", "a3c")
-    if algo == "dqn":
-        return QAgent(env, run, config, checkpoint, args.epsilon, args.seed)
-    if algo == "sac":
-        return SACAgent(env, run, config, checkpoint, args.seed)
-    return Agent(env, run, config, checkpoint)
+    """The run's policy as its algorithm's agent (its row's entry point): the A3C policy, a DQN's Q network or a SAC
+    run's actor."""
+    return algorithms.of_run(run).entry("agent")(env, run, config, checkpoint, args.epsilon, args.seed)
 
 
 def random_action(space, rng):
@@ -402,10 +279,8 @@ def random_start_value(text):
 
 def make_env(args, run, record):
     """The run's environment as its learner saw it; `--random-start auto` becomes this environment's number."""
-    env_id = args.env_id or run["env_id"]
-    frames = envs.learner_frames(run.get("algo") in constants.REPLAY_ALGOS, run.get("design_head"))
-    env = envs.create_env(env_id, env_wrap=run.get("env_wrap", False), render_mode="rgb_array" if record else None,
-                          continuous_actions=run.get("algo") in constants.CONTINUOUS_ACTION_ALGOS, **frames)
+    env = runs.make_env({**run, "no_reward": False, "no_life_reward": False}, "rgb_array" if record else None,
+                        args.env_id)
     if args.random_start == "auto":
         args.random_start = envs.evaluation_random_start(env.observation_space)
     return env

@@ -10,9 +10,11 @@ The learning only: the one-process run and the acting around it are offpolicy.py
 import numpy as np
 import tensorflow as tf
 
+import logdir
 import model
-from offpolicy import observation_placeholder
-from sessions import global_step_variable
+from model import observation_placeholder
+from replay import stored_dtype, to_stored
+from sessions import global_step_variable, restored_session
 
 tf1 = tf.compat.v1
 
@@ -159,3 +161,40 @@ def epsilon_at(step, config):
     return config.epsilon_start + fraction * (config.epsilon_final - config.epsilon_start)
 
 
+
+
+def build_learner(observation_shape, action_space, config, head, dtype):
+    """The DQN of a discrete `action_space` (the algorithms' table's entry point)."""
+    return DQN(observation_shape, action_space.n, config, head, dtype)
+
+
+class Agent:
+    """A DQN run's online Q network in a graph of its own, restored from a checkpoint, for playback: argmax Q when
+    greedy, else epsilon-greedy (`epsilon`, by default the run's eval_epsilon)."""
+
+    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
+        logdir.import_tf()  # graph mode, as the run trained
+        self.graph = tf.Graph()
+        self.epsilon = config.eval_epsilon if epsilon is None else epsilon
+        self.rng = np.random.default_rng(seed)
+        space = env.observation_space
+        self.dtype = stored_dtype(space)
+        with self.graph.as_default():
+            head = model.choose_head(space.shape, run.get("design_head"))
+            self.network = DQN(space.shape, env.action_space.n, config, head, self.dtype)
+            self.session = restored_session(tf1, self.graph, self.network.online_variables, checkpoint,
+                                            "Q network")
+
+    def reset(self):
+        pass
+
+    def act(self, observation, greedy):
+        actions, _ = self.network.act(self.session, to_stored([observation], self.dtype),
+                                      0.0 if greedy else self.epsilon, self.rng)
+        return int(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0
+
+    def close(self):
+        self.session.close()

@@ -257,3 +257,8 @@ class LSTMPolicy:
         if self.value_int is None:
             return session.run(self.value, self.feed(observations, state)), None
         return tuple(session.run([self.value, self.value_int], self.feed(observations, state)))
+
+
+def observation_placeholder(observation_shape, observation_dtype, name):
+    """[B, *shape] observations as a replay stores them: uint8 images, float32 vectors."""
+    return tf1.placeholder(tf.uint8 if observation_dtype == np.uint8 else tf.float32, [None, *observation_shape], name)

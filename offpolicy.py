@@ -27,15 +27,17 @@ import numpy as np
 import tensorflow as tf
 
 import cluster as roles
-import constants
 import curiosity
 import envs
 import logdir
 import model
 import replay
+import algorithms
+from replay import env_action, from_stored, stored_dtype, to_stored
 from acting import EpisodeLogger, EpisodeTally
 from constants import UsageError
-from sessions import DeferredInterrupt, Heartbeat, Timings, pretrain_init
+import runs
+from sessions import DeferredInterrupt, Heartbeat, Timings, check_checkpoint, local_session_config, pretrain_init
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("offpolicy")
@@ -45,40 +47,9 @@ STATS_WINDOW = 100  # episodes in the progress bar's mean return
 BONUS_RMS_DECAY = 0.99  # relabel_bonus: the running mean square of the bonus remembers about 100 batches
 
 
-def build_agent(algo, observation_shape, action_space, config, head, dtype):
-    """The learner of `algo` in the default graph."""
-    if algo == "sac":
-        import sac
-
-        return sac.SAC(observation_shape, action_space, config, head, dtype)
-    import dqn
-
-    return dqn.DQN(observation_shape, action_space.n, config, head, dtype)
-
-
-def env_action(action):
-    """An action as the environment takes it: a Python int for a discrete space, the vector for a continuous one."""
-    return int(action) if np.ndim(action) == 0 else np.asarray(action, np.float32)
-
-
-def stored_dtype(observation_space):
-    """Images go into the replay as uint8 (a quarter of float32's memory) and are scaled back in the graph."""
-    return np.uint8 if envs.observation_kind(observation_space) == "image" else np.float32
-
-
-def to_stored(observations, dtype):
-    observations = np.asarray(observations, np.float32)
-    return np.round(observations * 255.0).astype(np.uint8) if dtype == np.uint8 else observations
-
-
-def from_stored(observations, dtype):
-    """Stored observations as the float32 the environment gave (to 1/255 for images)."""
-    observations = np.asarray(observations)
-    return observations.astype(np.float32) / 255.0 if dtype == np.uint8 else observations.astype(np.float32)
-
-
-def observation_placeholder(observation_shape, observation_dtype, name):
-    return tf1.placeholder(tf.uint8 if observation_dtype == np.uint8 else tf.float32, [None, *observation_shape], name)
+def build_learner(algo, observation_shape, action_space, config, head, dtype):
+    """The replay learner of `algo` (its row's entry point) in the default graph."""
+    return algorithms.get(algo).entry("learner")(observation_shape, action_space, config, head, dtype)
 
 
 def replay_status(memory, updates, started, inserted_before=0):
@@ -115,6 +86,7 @@ class Acting:
         self.tallies = [EpisodeTally() for _ in envs]
         self.n_steps = [replay.NStepBuffer(config.n_step, config.gamma) for _ in envs]
         self.records = [new_record(observation) for observation in self.stored]  # each environment's episode
+        self.beginning = [True] * len(envs)  # the next step is its episode's first: the bonus is told before it
 
     def stored_observations(self):
         return np.asarray(self.stored)
@@ -129,7 +101,14 @@ class Acting:
         stored_actions = actions if stored_actions is None else stored_actions
         results = [env.step(env_action(action)) for env, action in zip(self.envs, actions)]
         following = to_stored([result[0] for result in results], self.dtype)
+        # a bonus with episodes (ActingBonus: curiosity.Scaler's) is told where they begin and end, in step order
+        episodic = hasattr(bonus, "episode_begins")
+        for k in np.flatnonzero(self.beginning) if episodic else ():
+            bonus.episode_begins(int(k))
         bonuses = np.zeros(len(self.envs)) if bonus is None else bonus(stored, following, stored_actions)
+        self.beginning = [terminated or truncated for _, _, terminated, truncated, _ in results]
+        for k in np.flatnonzero(self.beginning) if episodic else ():
+            bonus.episode_ends(int(k))
         stored_bonuses = bonuses if getattr(bonus, "stored", True) else np.zeros(len(self.envs))
         for k, (env, (_, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
             tally = self.tallies[k]
@@ -211,8 +190,7 @@ class Curious:
         with tf1.variable_scope("curiosity"):
             self.module = curiosity.build(unsup, observation_shape, num_actions, head)
         self.config, self.dtype = config, dtype
-        # the one-stream weight of a bonus scaled by its statistics; BetaScaler applies prediction_beta itself
-        self.weight = config.int_coef if unsup == "rnd" else 1.0
+        self.weight = self.module.one_stream_weight(config)  # the bonus's own scaling, beyond its scaler's
         self.bonus_mean_square = None  # relabel: the replayed raw bonuses' squares, averaged over recent batches
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
         self.train_op = optimizer.minimize(self.module.training_loss(config), var_list=self.module.var_list)
@@ -294,6 +272,12 @@ class ActingBonus:
                 self.flush()
         return self.curious.as_replayed(raw) if self.curious.config.relabel_bonus else self.curious.weight * rewards
 
+    def episode_begins(self, index):
+        self.scaler.episode_begins(index)
+
+    def episode_ends(self, index):
+        self.scaler.episode_ends(index)
+
     @property
     def stored(self):
         """Whether the bonus goes into the stored reward (else the learner adds it to each replayed batch)."""
@@ -363,7 +347,7 @@ class LocalRun:
         tf1.set_random_seed(config.seed)
         np.random.seed(config.seed)  # model.py draws some initial weights with numpy
         action_space = self.envs[0].action_space
-        self.agent = build_agent(algo, space.shape, action_space, config, self.head, self.dtype)
+        self.agent = build_learner(algo, space.shape, action_space, config, self.head, self.dtype)
         self.curious = None if unsup == "none" else Curious(unsup, space.shape, curiosity.action_spec(action_space),
                                                             config, self.head, self.dtype)
         if self.curious is not None:
@@ -534,32 +518,17 @@ class LocalRun:
         self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
 
 
-def session_config(threads):
-    """A one-process run's session: `threads` TensorFlow threads in each pool (0: TensorFlow's default)."""
-    return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
-
-
-def learner_env(args):
-    """The environment of a replay learner's run (worker.py's flags), in the one-process mode and on an Ape-X actor."""
-    return envs.create_env(args.env_id, env_wrap=args.env_wrap, no_reward=args.no_reward,
-                           no_life_reward=args.no_life_reward,
-                           continuous_actions=args.algo in constants.CONTINUOUS_ACTION_ALGOS,
-                           **envs.learner_frames(True, args.design_head))
-
-
 def run_local(args):
     """`train.py --algo dqn|sac --num-workers 0`: the whole run in this process, in the foreground; exit status."""
-    import worker
-
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.algo} %(levelname)s %(message)s")
 
     def make_env():
-        return learner_env(args)
+        return runs.make_env(args)
 
     logdir.import_tf()  # graph mode, TensorFlow's settings as the workers have them
     probe = make_env()
     try:
-        config = worker.effective_config(args, probe)
+        config = runs.effective_config(args, probe)
     finally:
         probe.close()
     try:
@@ -568,9 +537,9 @@ def run_local(args):
                        prefill_random=args.prefill_random)
     except ValueError as error:  # an impossible head/observation/bonus combination
         raise UsageError(str(error)) from None
-    with tf1.Session(config=session_config(args.threads)) as session:
+    with tf1.Session(config=local_session_config(args.threads)) as session:
         pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
-        last = run.run(session, worker.check_checkpoint, pretrain)
+        last = run.run(session, check_checkpoint, pretrain)
     print(f"run over: step {config.max_global_steps:,}; last evaluation {last:.1f} "
           f"({os.path.join(args.log_dir, logdir.REWARDS_FILE)})" if last is not None else "run over", flush=True)
     return 0

@@ -322,3 +322,27 @@ def apex_epsilons(actors, base=0.4, alpha=7.0):
     if actors == 1:
         return [base]
     return [base ** (1 + alpha * i / (actors - 1)) for i in range(actors)]
+
+
+# ---------------------------------------------------------------- observations as the replay stores them
+
+def stored_dtype(observation_space):
+    """Images go into the replay as uint8 (a quarter of float32's memory) and are scaled back in the graph; vectors
+    as float32."""
+    return np.uint8 if len(observation_space.shape) >= 2 else np.float32
+
+
+def to_stored(observations, dtype):
+    observations = np.asarray(observations, np.float32)
+    return np.round(observations * 255.0).astype(np.uint8) if dtype == np.uint8 else observations
+
+
+def from_stored(observations, dtype):
+    """Stored observations as the float32 the environment gave (to 1/255 for images)."""
+    observations = np.asarray(observations)
+    return observations.astype(np.float32) / 255.0 if dtype == np.uint8 else observations.astype(np.float32)
+
+
+def env_action(action):
+    """An action as the environment takes it: a Python int for a discrete space, the vector for a continuous one."""
+    return int(action) if np.ndim(action) == 0 else np.asarray(action, np.float32)

@@ -15,9 +15,11 @@ The formulas are module functions, each tested against a hand computation (tests
 import numpy as np
 import tensorflow as tf
 
+import logdir
 import model
-from offpolicy import observation_placeholder
-from sessions import global_step_variable
+from model import observation_placeholder
+from replay import env_action, stored_dtype, to_stored
+from sessions import global_step_variable, restored_session
 
 tf1 = tf.compat.v1
 
@@ -273,3 +275,32 @@ class SAC:
         _, losses, td_errors, alpha, entropy = session.run(
             [self.train_op, self.losses, self.td_errors, self.alpha, self.entropy], feed)
         return dict(losses, **{"sac/alpha": float(alpha), "sac/entropy": float(entropy)}), td_errors
+
+
+class Agent:
+    """A SAC run's actor in a graph of its own, restored from a checkpoint, for playback: the policy's mean action
+    when greedy (its most likely one when discrete), else a sample of the policy."""
+
+    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
+        logdir.import_tf()  # graph mode, as the run trained
+        self.graph = tf.Graph()
+        self.rng = np.random.default_rng(seed)
+        space = env.observation_space
+        self.dtype = stored_dtype(space)
+        with self.graph.as_default():
+            head = model.choose_head(space.shape, run.get("design_head"))
+            self.network = SAC(space.shape, env.action_space, config, head, self.dtype)
+            self.session = restored_session(tf1, self.graph, self.network.actor_variables, checkpoint, "actor")
+
+    def reset(self):
+        pass
+
+    def act(self, observation, greedy):
+        actions, _ = self.network.act(self.session, to_stored([observation], self.dtype), self.rng, greedy=greedy)
+        return env_action(actions[0])
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0
+
+    def close(self):
+        self.session.close()

@@ -1,6 +1,8 @@
 """TensorFlow session plumbing that every learner uses: the bound on TensorFlow's error messages, the session
 that retries the distributed runtime's spurious aborts and stuck steps, the global step, the update that skips
-NaN and inf, the phase timings and the heartbeat that status.py and the supervisor read.
+NaN and inf, the phase timings and the heartbeat that status.py and the supervisor read; and the set-up of a
+task's session: the checkpoint check, the session manager that joins a live parameter server, the stop on a
+signal, the placement of the global variables, a checkpoint restored for playback.
 
 A learner builds its graph and runs its session through these; `AbortRetrySession` installs the bound on error
 messages itself, so no learner can lose the fix for hung workers by forgetting an import.
@@ -33,6 +35,10 @@ DUPLICATE_REQUEST = "request was received twice"  # the distributed runtime's sp
 ERROR_MESSAGE_KEPT = 2048  # characters kept at each end of a TensorFlow error message (bound_error_messages)
 NONFINITE_UPDATES_LIMIT = 100  # skipped (NaN/inf) updates in a row after which the worker stops
 HEARTBEAT_SECS = 2.0  # how often a worker rewrites its status_<task>.json
+FORCE_EXIT_SECS = 20  # after SIGTERM/SIGINT, a worker stuck in a session.run is ended this much later
+OPERATION_TIMEOUT_SECS = 120  # a session.run this slow means the parameter server is gone
+CHIEF_WAIT_POLL_SECS = 1  # how often a non-chief worker checks whether the chief has initialised
+CHECKPOINTS_KEPT = 5
 
 
 class DeferredInterrupt:
@@ -317,3 +323,164 @@ def pretrain_init(tf1, source, variables, include=None, exclude=None):
 
     return init_fn
 
+
+
+# ---------------------------------------------------------------- a task's session
+
+
+class ClusterError(Exception):
+    """The task holding the variables went away or stopped answering; reported as one line, exit status 1."""
+
+
+class SizeBalanced:
+    """replica_device_setter's ps_strategy: each variable goes to the parameter server that holds the fewest bytes
+    so far. TensorFlow's default deals variables out in turn, whatever their size (its greedy byte balancer was in
+    tf.contrib, which is gone). Every worker builds the same graph in the same order, so all place alike."""
+
+    def __init__(self, num_ps):
+        self.loads = [0] * num_ps
+
+    def __call__(self, op):
+        shape = tf.TensorShape(op.get_attr("shape"))
+        size = (shape.num_elements() or 1) * tf.as_dtype(op.get_attr("dtype")).size
+        index = self.loads.index(min(self.loads))
+        self.loads[index] += size
+        return index
+
+
+def ps_device_setter(num_ps, worker_device):
+    """Global variables on the parameter servers (spread by size over several), everything else on this worker."""
+    return tf1.train.replica_device_setter(num_ps, worker_device=worker_device,
+                                           ps_strategy=SizeBalanced(num_ps) if num_ps > 1 else None)
+
+
+def check_checkpoint(tf1, train_dir, variables):
+    """Refuse to start on a checkpoint that cannot be restored, rather than silently starting over."""
+    from constants import UsageError
+
+    state_file = os.path.join(train_dir, "checkpoint")
+    if logdir.relocate_checkpoints(train_dir):
+        logger.info("%s named checkpoints in another directory (the run was copied or moved here): it names "
+                    "those in %s now", state_file, train_dir)
+    latest = tf1.train.latest_checkpoint(train_dir)
+    if latest is None:
+        if os.path.exists(state_file):
+            raise UsageError(f"{state_file} names checkpoints that do not exist; restore them, or move "
+                             f"{train_dir} away to start over")
+        return None
+    shapes = logdir.checkpoint_shapes(tf1, latest, f"delete it or move {train_dir} away to start over")
+    for variable in variables:
+        name = variable.op.name
+        if name not in shapes:
+            raise UsageError(f"checkpoint {latest} lacks {name}: it was written by a different model; "
+                             f"use another --log-dir")
+        if list(shapes[name]) != variable.shape.as_list():
+            raise UsageError(f"checkpoint {latest} has {name} of shape {shapes[name]}, the model needs "
+                             f"{variable.shape.as_list()}: use another --log-dir")
+    return latest
+
+
+def joining_session_manager(tf1, ready_op):
+    """The workers' SessionManager: a chief restores the latest checkpoint only into a parameter server that
+    lacks the variables (a new or restarted one). TensorFlow's restores it whenever the chief starts, so a
+    restarted chief rolled the whole run back to its last checkpoint while the parameter server had kept the
+    newer values (benchmarks/faults.py on CartPole: 12,033 steps, 11.7 s of training, lost to one SIGKILL of the
+    chief). The override is of `_restore_checkpoint`, the one step of `prepare_session` that differs."""
+
+    class JoiningSessionManager(tf1.train.SessionManager):
+        def _restore_checkpoint(self, master, saver=None, checkpoint_dir=None, checkpoint_filename_with_path=None,
+                                wait_for_checkpoint=False, max_wait_secs=7200, config=None):
+            session = tf1.Session(master, graph=self._graph, config=config)
+            if self._model_ready(session)[0]:
+                logger.info("the parameter server holds the run's variables: joining them, not restoring the "
+                            "checkpoint")
+                return session, True
+            session.close()
+            return super()._restore_checkpoint(master, saver, checkpoint_dir, checkpoint_filename_with_path,
+                                               wait_for_checkpoint, max_wait_secs, config)
+
+    return JoiningSessionManager(ready_op=ready_op, graph=tf1.get_default_graph(),
+                                 recovery_wait_secs=CHIEF_WAIT_POLL_SECS)
+
+
+def managed_supervisor(tf1, chief, train_dir, variables, global_step, summary_writer, checkpoint_secs, init_fn=None,
+                       local_variables=(), save_summaries=True):
+    """(tf.train.Supervisor, Saver) of a task: the chief initialises `variables` (or restores them from the latest
+    checkpoint in `train_dir`, or runs `init_fn`) and saves them every `checkpoint_secs`; another task waits until
+    they are ready. `local_variables` are the task's own, initialised in each of its sessions."""
+    saver = tf1.train.Saver(variables, max_to_keep=CHECKPOINTS_KEPT, save_relative_paths=True)  # movable
+    ready_op = tf1.report_uninitialized_variables(variables)
+    supervisor = tf1.train.Supervisor(
+        is_chief=chief, logdir=train_dir, saver=saver, summary_op=None, init_op=tf1.variables_initializer(variables),
+        init_fn=init_fn, ready_op=ready_op, local_init_op=tf1.variables_initializer(list(local_variables)),
+        global_step=global_step, summary_writer=summary_writer, save_model_secs=checkpoint_secs,
+        save_summaries_secs=checkpoint_secs if save_summaries else 0,
+        session_manager=joining_session_manager(tf1, ready_op))
+    return supervisor, saver
+
+
+def task_session_config(tf1, devices):
+    """A task's session: it sees only `devices` (the variables' and its own), and gives up on a run that takes
+    OPERATION_TIMEOUT_SECS (the task holding the variables is gone)."""
+    return tf1.ConfigProto(device_filters=list(devices), operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
+
+
+def task_server(tf1, spec, job, task):
+    """This task's tf.train.Server in the cluster `spec`; a playing task's threads are few, as the original's."""
+    return tf1.train.Server(tf1.train.ClusterSpec(spec), job_name=job, task_index=task,
+                            config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+
+
+def local_session_config(threads):
+    """A one-process run's session: `threads` TensorFlow threads in each pool (0: TensorFlow's default)."""
+    return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGINT/SIGHUP so that the chief can write a last checkpoint before exiting; a process still
+    busy FORCE_EXIT_SECS later (stuck on a parameter server that is gone) is ended. Before its session is up
+    (`training` false: building the graph, or a worker waiting for the chief to initialise) a process has nothing
+    to save or finish, and leaves at once."""
+
+    def __init__(self):
+        self.stop = False
+        self.training = False
+        signal.signal(signal.SIGTERM, self._set)
+        signal.signal(signal.SIGINT, self._set)
+        signal.signal(signal.SIGHUP, self._set)  # the tmux session was killed
+
+    def _set(self, signum, frame):
+        if self.stop:
+            return
+        self.stop = True
+        timer = threading.Timer(FORCE_EXIT_SECS, os._exit, [128 + signum])
+        timer.daemon = True
+        timer.start()
+        if not self.training:
+            # Raised where the main thread is: the stack unwinds through the closing of what is open (the events
+            # writer among them), which os._exit would cut short.
+            logger.info("signal %d received before training began: nothing to save, leaving now", signum)
+            raise SystemExit(128 + signum)
+        logger.info("signal %d received: stopping after this update", signum)
+
+
+def seed_task(tf1, seed):
+    """The graph's and numpy's seeds of a task (model.py draws some initial weights with numpy)."""
+    tf1.set_random_seed(seed)
+    np.random.seed(seed)
+
+
+def restored_session(tf1, graph, variables, checkpoint, what):
+    """A one-thread session of `graph` with `variables` restored from `checkpoint` (playback); UsageError, in one
+    line, for a checkpoint that lacks one of them or holds it in another shape."""
+    from constants import UsageError
+
+    shapes = logdir.checkpoint_shapes(tf1, checkpoint, "pick another --checkpoint")
+    missing = [v.op.name for v in variables if list(shapes.get(v.op.name, [None])) != v.shape.as_list()]
+    if missing:
+        raise UsageError(f"checkpoint {checkpoint} does not fit this run's {what} (missing or reshaped: "
+                         f"{', '.join(missing[:3])}...); is it from another run?")
+    session = tf1.Session(graph=graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
+                                                              inter_op_parallelism_threads=1))
+    tf1.train.Saver(variables).restore(session, checkpoint)
+    return session

@@ -1,5 +1,14 @@
 """curiosity-agent: distributed A3C + ICM (Pathak et al. 2017) on TensorFlow 2 in tf.compat.v1 graph mode."""
+import glob
+import os
+
 from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Every top-level module is the program's (flat, as the original's): listed from the tree, so that none is left out
+# of the package (tests/test_package.py builds the wheel and imports each one from outside the checkout).
+MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(HERE, "*.py"))
+                 if os.path.basename(path) != "setup.py")
 
 DOOM = ["vizdoom>=1.3,<2"]  # ships MyWayHome's .cfg/.wad and freedoom
 # gym-super-mario-bros 7.4.0 is pure Python; nes-py compiles on install (g++ and the Python headers) on 3.11-3.13.
@@ -12,8 +21,7 @@ setup(
     version="0.1.0",
     description="Distributed A3C with the Intrinsic Curiosity Module, on TensorFlow's parameter-server runtime",
     python_requires=">=3.11,<3.14",
-    py_modules=["a3c", "constants", "demo", "envs", "logdir", "model", "plots", "status", "supervise", "train",
-                "worker"],
+    py_modules=MODULES,
     install_requires=[
         "tensorflow-cpu>=2.21,<2.22",
         "tensorboard>=2.21,<2.22",
@@ -26,6 +34,7 @@ setup(
         "imageio>=2.34,<3",  # demo.py --record: MP4 through imageio-ffmpeg's bundled ffmpeg, or GIF
         "imageio-ffmpeg>=0.5,<1",
         "py-spy>=0.4,<1",  # the supervisor adds a hung worker's native (TensorFlow C++) stacks to its log
+        "tqdm>=4.66,<5",  # the one-process runs' progress bar
     ],
     extras_require={
         "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3"],

@@ -13,6 +13,7 @@ This module does not import TensorFlow.
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import fcntl
 import logging
 import os
@@ -31,7 +32,9 @@ import constants
 import envs
 import logdir
 import supervise
-from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, algos_of, all_tasks, describe, digest, is_chief,
+import algorithms
+import cluster as cluster_roles
+from cluster import (JOBS, PS, ROLES, WORKER, LaunchError, addresses, all_tasks, describe, digest, is_chief,
                      jobs_of, local, machines, parse_task_name, parse_tasks, read_cluster, split_address, task_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,7 +56,6 @@ HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that k
 SUPERVISE_FLAG = "--supervise"  # and the one that keeps the parameter server and workers running
 HOLDER_START_SECS = 10.0
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
-DEFAULT_SESSION = "a3c"  # the tmux session of an A3C run; another algorithm's is named after it
 
 Process = collections.namedtuple("Process", ["name", "argv"])
 Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes", "cluster", "tasks", "tb_port"])
@@ -61,7 +63,7 @@ Plan = collections.namedtuple("Plan", ["session", "log_dir", "mode", "processes"
 
 # ---------------------------------------------------------------- the cluster (its roles: cluster.py)
 
-def local_cluster(exp_id, num_workers, num_ps=1, algo="a3c"):
+def local_cluster(exp_id, num_workers, num_ps=1, algo=algorithms.DEFAULT):
     """The cluster of a run on this machine alone (cluster.local), on 127.0.0.1."""
     return local(PS_BASE_PORT + PORT_STRIDE * exp_id, num_workers, num_ps, algo)
 
@@ -149,7 +151,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     127.0.0.1), the supervisor, eval (with `eval_every`, where worker 0, the chief, runs), tb (optional) and,
     in tmux, status and htop. `run_flags` are the run's flags of constants.RUN_FLAGS (unsup="action", ...)."""
     log_dir = os.path.abspath(log_dir)
-    cluster = cluster or local_cluster(exp_id, num_workers, num_ps, run_flags.get("algo", "a3c"))
+    cluster = cluster or local_cluster(exp_id, num_workers, num_ps, run_flags.get("algo", algorithms.DEFAULT))
     tasks = tasks or all_tasks(cluster)
     tb_port = TB_BASE_PORT + exp_id
     if run_flags.get("pretrain"):
@@ -161,9 +163,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
                  for job, index in sorted(tasks, key=lambda task: (JOBS.index(task[0]), task[1]))]
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
     if eval_every and any(is_chief(*task) for task in tasks):  # it reads the checkpoints, which the chief writes
-        processes.append(Process("eval", [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every",
-                                          str(eval_every), "--episodes", str(eval_episodes), "--greedy",
-                                          "--random-start", "auto"]))
+        processes.append(Process("eval", evaluation_argv(python, log_dir, eval_every, eval_episodes)))
     if tensorboard:
         processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
                                         "--host", "127.0.0.1", "--port", str(tb_port)]))
@@ -172,6 +172,12 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
         processes.append(Process("status", status + (["--tensorboard-port", str(tb_port)] if tensorboard else [])))
         processes.append(Process("htop", ["htop"] if shutil.which("htop") else ["top"]))
     return Plan(session, log_dir, mode, processes, cluster, sorted(tasks), tb_port if tensorboard else None)
+
+
+def evaluation_argv(python, log_dir, eval_every, eval_episodes):
+    """The evaluation process beside a run (--eval-every): demo.py --watch on the checkpoints the chief writes."""
+    return [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every", str(eval_every), "--episodes",
+            str(eval_episodes), "--greedy", "--random-start", "auto"]
 
 
 def cluster_ports(plan):
@@ -301,7 +307,7 @@ def parse_args(argv=None):
         help="tmux: a session to attach to; nohup: detached, logs in <log-dir>/*.out; child: wait for the run")
     constants.add_run_flags(parser, {"env_id": "; supported: " + envs.SUPPORTED})
     add("--expName", "--exp-name", dest="exp_name", default=None,
-        help=f"tmux session name (default: {DEFAULT_SESSION}, or the --algo); with --stop, the session to end too")
+        help="tmux session name (default: the --algo, a3c); with --stop, the session to end too")
     add("--expId", "--exp-id", dest="exp_id", type=int, default=0,
         help=f"shifts every port by {PORT_STRIDE} x this (TensorBoard by this) so runs can share a machine")
     add("--default", action="store_true", help="the paper's settings: --envWrap --designHead universe "
@@ -343,9 +349,9 @@ def check_args(args):
     if has_cluster(args) and (args.num_workers is not None or args.num_ps != 1):
         raise LaunchError("the cluster names its workers and parameter servers: leave out --num-workers and "
                           "--num-ps with --cluster or --ps-hosts/--worker-hosts")
-    if args.prefill_random < 0 or (args.prefill_random and args.algo not in constants.REPLAY_ALGOS):
-        raise LaunchError(f"--prefill-random takes a number of episodes >= 0, for a replay learner (--algo dqn or "
-                          f"sac); got {args.prefill_random} with --algo {args.algo}")
+    if args.prefill_random < 0 or (args.prefill_random and not algorithms.get(args.algo).replay):
+        raise LaunchError(f"--prefill-random takes a number of episodes >= 0, for a replay learner (--algo "
+                          f"{' or '.join(algorithms.with_replay())}); got {args.prefill_random} with --algo {args.algo}")
     for name in ("restore_include", "restore_exclude"):
         pattern = getattr(args, name)
         if pattern is not None and not args.pretrain:
@@ -400,22 +406,19 @@ def check_overrides(args, family):
 
 
 def resolve_workers(args):
-    """--num-workers for the algorithm (0, one process, for SAC unless it has a cluster; 2 by default otherwise), or
-    a one-line refusal of a mode it does not have; whether the run is one process."""
+    """--num-workers for the algorithm (its row's default: 0, one process, unless a cluster is given; else one per
+    core), or a one-line refusal of a mode it does not have; whether the run is one process."""
+    row = algorithms.get(args.algo)
     if args.num_workers is None:
-        args.num_workers = 0 if args.algo == "sac" and not has_cluster(args) else DEFAULT_NUM_WORKERS
-    if args.algo in constants.REPLAY_ALGOS:
-        if args.ps_hosts or args.worker_hosts:
-            raise LaunchError("--ps-hosts and --worker-hosts name A3C's jobs: give an Ape-X cluster as --cluster FILE, "
-                              "{\"learner\": [\"host:port\"], \"actor\": [\"host:port\", ...]}")
-        if args.num_workers == 0:
-            return True
-        if args.prefill_random:
-            raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
-                              "explore from their first step (SAC's with random actions until learning_starts)")
-    elif args.num_workers == 0:
-        raise LaunchError("--num-workers 0 (one process) is the replay learners' mode: give --algo dqn or sac, or 1 "
-                          "or more workers")
+        args.num_workers = 0 if row.default_workers == 0 and not has_cluster(args) else DEFAULT_NUM_WORKERS
+    if (args.ps_hosts or args.worker_hosts) and set(row.jobs) != {PS.job, WORKER.job}:
+        raise LaunchError(f"--ps-hosts and --worker-hosts name A3C's jobs: give --algo {row.name}'s cluster as "
+                          f"--cluster FILE, {cluster_roles.cluster_forms()}")
+    if args.num_workers == 0 and not has_cluster(args):
+        return True
+    if args.prefill_random:
+        raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
+                          "explore from their first step (SAC's with random actions until learning_starts)")
     return False
 
 
@@ -628,12 +631,13 @@ def run_supervisor(log_dir):
 
 
 def run_in_this_process(args):
-    """The one-process mode (`--algo dqn --num-workers 0`, `--algo sac`): checks, then the run in the foreground."""
+    """The one-process mode (`--num-workers 0`; SAC's default): checks, then the run in the foreground, by the
+    algorithm's row's entry point."""
     log_dir = os.path.abspath(args.log_dir)
     check_log_dir(log_dir)
     check_not_running(log_dir)
     if args.dry_run:
-        print(f"one process: offpolicy.run_local ({args.algo}) on {args.env_id}, logs in {log_dir}")
+        print(f"one process: {algorithms.get(args.algo).local} ({args.algo}) on {args.env_id}, logs in {log_dir}")
         return 0
     try:
         os.makedirs(log_dir, exist_ok=True)
@@ -642,17 +646,39 @@ def run_in_this_process(args):
             check_not_running(log_dir)  # says who holds it
             raise LaunchError(f"{log_dir} was in use a moment ago; run the command again")
         constants.check_same_run(log_dir, dict(constants.recorded_run_flags(args), num_workers=0))
-        import offpolicy  # TensorFlow: only now, once the flags are known to be good
-
         args.log_dir = log_dir
-        return offpolicy.run_local(args)
+        row = algorithms.get(args.algo)
+        with evaluation_beside(args, row):
+            return row.entry("local")(args)  # TensorFlow: only now, the flags known to be good
     except (constants.ConfigError, constants.UsageError, envs.EnvError, logdir.UnreadableCheckpoint) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("train.py: stopped, with a checkpoint at the step reached: run the same command to go on (the replay "
-              "refills from the stored episodes)", file=sys.stderr)
+        print("train.py: stopped, with a checkpoint at the step reached: run the same command to go on"
+              + (" (the replay refills from the stored episodes)" if algorithms.get(args.algo).replay else ""),
+              file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def evaluation_beside(args, row):
+    """With --eval-every, a one-process run whose learner does not evaluate in its own loop (A3C's; the replay
+    learners' do) has the cluster's evaluation process beside it, for as long as it runs (output in eval.out)."""
+    if not args.eval_every or row.evaluates_inline:
+        yield
+        return
+    with open(logdir.output(args.log_dir, "eval"), "ab") as out:
+        evaluation = subprocess.Popen(evaluation_argv(sys.executable, args.log_dir, args.eval_every,
+                                                      args.eval_episodes), stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield
+    finally:
+        evaluation.terminate()
+        try:
+            evaluation.wait(timeout=STOP_GRACE_SECS)
+        except subprocess.TimeoutExpired:
+            evaluation.kill()
 
 
 def wait_for_children(plan):
@@ -789,13 +815,13 @@ def main(argv=None):
     if args.stop:
         stop_run(args.log_dir, args.exp_name)
         return 0
-    args.exp_name = args.exp_name or (DEFAULT_SESSION if args.algo == "a3c" else args.algo)
+    args.exp_name = args.exp_name or args.algo
     try:
         check_args(args)
-        if args.algo in constants.REPLAY_ALGOS and args.num_workers == 0:
+        if args.num_workers == 0:
             return run_in_this_process(args)
         cluster = read_cluster(args.cluster, args.ps_hosts, args.worker_hosts) if has_cluster(args) else None
-        cluster_algos = algos_of(cluster) if cluster else (args.algo,)
+        cluster_algos = algorithms.of_cluster(cluster) if cluster else (args.algo,)
         if args.algo not in cluster_algos:
             raise LaunchError(f"the cluster's jobs ({' and '.join(jobs_of(cluster))}) are those of --algo "
                               f"{' or '.join(cluster_algos)}; this run is --algo {args.algo}")

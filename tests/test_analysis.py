@@ -244,10 +244,26 @@ def test_plots_write_pngs_whose_curves_match_the_csv(cartpole_run, tmp_path):
 
 
 def test_plots_compare_configurations_with_seeds_as_mean_and_band(cartpole_run, tmp_path):
-    data = plots.make_plots({"a": [str(cartpole_run)] * 2, "b": [str(cartpole_run)]}, str(tmp_path), smooth=5)
-    curves = data["reward_vs_steps.png"]
-    assert curves["a"]["runs"] == 2 and curves["b"]["runs"] == 1
-    assert curves["a"]["mean"] == curves["b"]["mean"], "two copies of one seed average to that seed"
+    """Two seeds of "a": the run and a copy whose every episode earned three times as much; "b": the run alone.
+    The mean of "a" is twice b's, its band runs from b's curve to three times it (smoothing and the grid are linear)."""
+    tripled = tmp_path / "tripled"
+    tripled.mkdir()
+    (tripled / "config.json").write_text((cartpole_run / "config.json").read_text())
+    for path in glob.glob(str(cartpole_run / "episodes_*.csv")):
+        with open(path) as handle:
+            rows = list(csv.DictReader(handle))
+        for row in rows:
+            row["env_reward"] = str(3 * float(row["env_reward"]))
+        with open(tripled / os.path.basename(path), "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    data = plots.make_plots({"a": [str(cartpole_run), str(tripled)], "b": [str(cartpole_run)]}, str(tmp_path / "out"),
+                            smooth=5)
+    a, b = data["reward_vs_steps.png"]["a"], data["reward_vs_steps.png"]["b"]
+    assert a["runs"] == 2 and b["runs"] == 1 and a["x"] == b["x"]
+    assert np.allclose(a["mean"], 2 * np.array(b["mean"])) and np.allclose(a["min"], b["mean"])
+    assert np.allclose(a["max"], 3 * np.array(b["mean"]))
 
 
 def test_a_published_result_is_marked_beside_the_curves():

@@ -134,9 +134,12 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     assert not train.run_processes(str(log_a)) and not train.run_processes(str(log_b))
 
 
-def test_apex_across_two_machines_fills_the_learners_replay_from_both(two_machines, tmp_path):
+def test_apex_across_two_machines_fills_the_learners_replay_from_both_and_resumes_after_all_are_killed(
+        two_machines, tmp_path):
     """Machine A runs the learner and actor 0, machine B actor 1, from one cluster file of the learner and actor
-    jobs: B's transitions reach the replay on A through TensorFlow's runtime, and the learner trains to the end."""
+    jobs: B's transitions reach the replay on A through TensorFlow's runtime. Every process of both machines is
+    killed; the same commands resume from the learner's checkpoint, B's actor joins the restored learner, and the
+    learner trains to the end."""
     import tensorflow as tf
 
     from test_dqn import CORRIDOR
@@ -146,17 +149,44 @@ def test_apex_across_two_machines_fills_the_learners_replay_from_both(two_machin
     cluster_file = tmp_path / "cluster.json"
     cluster_file.write_text(json.dumps(spec))
     log_a, log_b = tmp_path / "machine-a", tmp_path / "machine-b"
-    flags = [flag for flag in CORRIDOR if flag not in ("--num-workers", "0")]
-    outputs = run_to_the_end([start(two_machines["names"][side], str(cluster_file), log_dir, 3000, flags)
-                              for side, log_dir in (("a", log_a), ("b", log_b))], [log_a, log_b],
-                             cluster_roles.digest(spec))
+    flags = [flag for flag in CORRIDOR if flag not in ("--num-workers", "0")] + ["--set", "checkpoint_secs=3"]
+    names = two_machines["names"]
+    digest = cluster_roles.digest(spec)
+
+    def launch(steps):
+        return [start(names[side], str(cluster_file), log_dir, steps, flags)
+                for side, log_dir in (("a", log_a), ("b", log_b))]
+
+    launchers = launch(10**8)
+    try:
+        wait_for(lambda: heartbeat(log_a, "learner").get("state") == "training"
+                 and heartbeat(log_b, 1).get("state") == "training" and (checkpoint_step(log_a) or 0) > 0
+                 and os.path.exists(log_b / "episodes_1.csv")
+                 and heartbeat(log_a, "learner").get("replay_size", 0) > 0, 240,
+                 "the learner training with a checkpoint, and actor 1 playing on machine B")
+        assert set(train.run_roles(str(log_a))) == {"learner", "a-0"} and set(train.run_roles(str(log_b))) == {"a-1"}
+        kill_everything(launchers, [log_a, log_b])
+    finally:
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+        for log_dir in (log_a, log_b):
+            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+    saved = checkpoint_step(log_a)
+    before = len(episodes(log_b, 1))
+
+    target = saved + 2000
+    outputs = run_to_the_end(launch(target), [log_a, log_b], digest)
     assert set(train.run_roles(str(log_a))) == set() and "this machine's share (a-1)" in outputs[1]
     assert (log_a / "learner.out").exists() and (log_a / "a-0.out").exists() and not (log_a / "a-1.out").exists()
-    assert (log_b / "episodes_1.csv").exists(), outputs[1] + (log_b / "a-1.out").read_text()
+    assert "resuming from" in (log_a / "learner.out").read_text()
+    assert (log_b / "a-1.out").read_text().count(f"cluster {digest}") == 2, "actor 1 started again and rejoined"
+    assert len(episodes(log_b, 1)) > before, "actor 1 played on after the resume"
     played = {actor: sum(int(row["length"]) for row in episodes(log_dir, actor))
               for actor, log_dir in ((0, log_a), (1, log_b))}
     learner = json.load(open(log_a / "status_learner.json"))
-    # more than actor 0 alone played: actor 1's steps arrived from the other machine (less its last unsent ones)
-    assert played[1] > 500 and learner["replay_size"] > played[0] + played[1] / 2, (played, learner)
+    # actor 1's steps arrived from the other machine (less its last unsent ones): the replay, refilled since the
+    # resume, holds more than actor 0 played since
+    assert played[1] > 500 and learner["state"] == "stopped" and learner["replay_size"] > 0, (played, learner)
     latest = tf.train.latest_checkpoint(str(log_a / "train"))
-    assert int(latest.rsplit("-", 1)[1]) >= 3000 and not (log_b / "train").exists()
+    assert int(latest.rsplit("-", 1)[1]) >= target and not (log_b / "train").exists()

@@ -202,6 +202,19 @@ def test_a_run_trained_by_both_workers_counts_their_steps_and_checkpoints(a3c_ru
     k = json.loads((log_dir / "config.json").read_text())["hyperparameters"]["envs_per_worker"]
     played = [sum(int(row["length"]) for row in worker_rows) for worker_rows in rows]
     assert sum(played) - 2 * (5 + 2) * k * 20 - 100 <= step <= sum(played) + 2 * k * 500
+    # exactly: each update adds its batch's steps to the global step and to its worker's count, so the last global
+    # step a worker saw is the sum of what both trained (give or take an update the runtime retried: run again after
+    # it was applied, it counts its steps twice)
+    beats = [heartbeat(log_dir, task) for task in (0, 1)]
+    retried = sum(sum(beat.get("retried_runs", {}).values()) for beat in beats)
+    final = max(beat["global_step"] for beat in beats)
+    trained = sum(beat["steps_trained"] for beat in beats)
+    restarted = sum(record["restarts"] for record in logdir.read_json(str(log_dir / logdir.SUPERVISOR))["processes"]
+                    .values())
+    assert all(beat["state"] == "stopped" for beat in beats), beats
+    assert trained <= final, (final, trained)
+    if not restarted:  # a restarted worker's count begins again: what it trained before is in the step alone
+        assert final <= trained + retried * k * 20 * 2, (final, trained, retried)
     for task in (0, 1):
         assert {"global/episode_reward", "global/episode_length", "global/episode_time",
                 "model/policy_loss", "model/value_loss", "model/entropy", "model/grad_global_norm",

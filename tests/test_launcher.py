@@ -127,6 +127,40 @@ def test_a_worker_under_srun_takes_its_role_from_slurm(monkeypatch):
     assert (args.job_name, args.task, args.ps_hosts, args.worker_hosts) == ("worker", 3, "n1:12222", hosts)
 
 
+def test_tf_config_and_slurm_build_an_ape_x_cluster(monkeypatch):
+    """The learner and actors of --algo dqn or sac from TF_CONFIG (a "chief" replica is the learner) and from an
+    srun step (task 0 the learner, the others the actors), as A3C's ps and workers above."""
+    import worker
+
+    apex_cluster = {"learner": ["l0:2222"], "actor": ["a0:2222", "a1:2222"]}
+    for task, expected in [({"type": "learner", "index": 0}, ("learner", 0)),
+                           ({"type": "actor", "index": 1}, ("actor", 1))]:
+        monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": apex_cluster, "task": task}))
+        args = worker.parse_args(["--log-dir", "x", "--algo", "dqn"])
+        assert (args.job_name, args.task, args.learner_hosts, args.actor_hosts) == (*expected, "l0:2222",
+                                                                                   "a0:2222,a1:2222")
+    chief_form = {"chief": ["l0:2222"], "actor": ["a0:2222"]}
+    assert cluster_roles.role_from_tf_config(json.dumps({"cluster": chief_form, "task": {"type": "chief", "index": 0}}),
+                                             "sac") == {"job_name": "learner", "task": 0, "learner_hosts": "l0:2222",
+                                                        "actor_hosts": "a0:2222"}
+    for bad, algo in [(json.dumps({"cluster": apex_cluster, "task": {"type": "worker", "index": 0}}), "dqn"),
+                      (json.dumps({"cluster": apex_cluster, "task": {"type": "actor", "index": 0}}), "a3c"),
+                      (json.dumps({"cluster": {"actor": ["a:1"]}, "task": {"type": "actor", "index": 0}}), "dqn")]:
+        with pytest.raises(ValueError):
+            cluster_roles.role_from_tf_config(bad, algo)
+    monkeypatch.delenv("TF_CONFIG")
+    step = {"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "2,2"}  # the learner and 3 actors
+    assert cluster_roles.role_from_slurm(dict(step, SLURM_PROCID="0"), "dqn") == {
+        "job_name": "learner", "task": 0, "learner_hosts": "n1:12222", "actor_hosts": "n1:12223,n2:12222,n2:12223"}
+    for name, value in dict(step, SLURM_PROCID="3").items():
+        monkeypatch.setenv(name, value)
+    args = worker.parse_args(["--log-dir", "x", "--algo", "sac"])
+    assert (args.job_name, args.task, args.learner_hosts) == ("actor", 2, "n1:12222")
+    with pytest.raises(ValueError, match="needs a learner and an actor"):
+        cluster_roles.role_from_slurm({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1",
+                                       "SLURM_STEP_TASKS_PER_NODE": "1"}, "dqn")
+
+
 def test_the_scheduler_examples_start_worker_py_with_flags_it_takes(monkeypatch):
     import re
     import shlex
@@ -147,8 +181,9 @@ def test_the_scheduler_examples_start_worker_py_with_flags_it_takes(monkeypatch)
     commands.append(shlex.split(srun)[1:])  # after srun's own option
     assert len(commands) == 3
     for command in commands:
-        assert command[:2] == ["python", "worker.py"]
-        args = worker.parse_args(command[2:])
+        # the TFJob's image has the package installed (pip install .): it runs the module, from anywhere
+        assert command[:2] == ["python", "worker.py"] or command[:3] == ["python", "-m", "worker"]
+        args = worker.parse_args(command[3 if command[1] == "-m" else 2:])
         assert args.env_id == "doom" and args.unsup == "action" and args.job_name == "worker"
 
 
@@ -307,9 +342,9 @@ def test_unknown_env_id(tmp_path):
     assert_one_line_error(result, "unknown environment id 'NoSuchGame-v9'; supported:")
 
 
-def test_zero_workers(tmp_path):
-    assert_one_line_error(run_train("--num-workers", "0", "--log-dir", str(tmp_path), "--dry-run"),
-                          "--num-workers 0 (one process) is the replay learners' mode")
+def test_zero_workers_is_one_process_and_a_negative_count_an_error(tmp_path):
+    result = run_train("--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", str(tmp_path), "--dry-run")
+    assert result.returncode == 0 and "one process: a3c:run_local (a3c) on CartPole-v1" in result.stdout
     assert_one_line_error(run_train("--num-workers", "-1", "--log-dir", str(tmp_path), "--dry-run"),
                           "--num-workers must be")
 

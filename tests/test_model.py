@@ -115,7 +115,7 @@ def test_globals_on_ps_locals_on_worker_and_sync(cluster):
 
 
 def test_two_parameter_servers_hold_the_global_variables_split_by_size(graph):
-    import worker as worker_module
+    import sessions
 
     ports = free_ports(3)
     spec = tf1.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}", f"127.0.0.1:{ports[1]}"],
@@ -125,7 +125,7 @@ def test_two_parameter_servers_hold_the_global_variables_split_by_size(graph):
     worker_device = "/job:worker/task:0/cpu:0"
     env = envs.create_env("Corridor-v0", seed=0)
     trainer = A3C(env, 0, constants.Config(lstm_size=16), unsup="action",
-                  global_device=worker_module.ps_device_setter(tf1, 2, worker_device), local_device=worker_device)
+                  global_device=sessions.ps_device_setter(2, worker_device), local_device=worker_device)
     held = {0: 0, 1: 0}
     for variable in tf1.global_variables():
         if variable.name.startswith("local"):
@@ -432,7 +432,8 @@ def test_a_hung_environment_is_reported_by_the_trainer_not_waited_on_forever(gra
 
 
 def test_a_checkpoint_of_another_model_is_refused_in_one_line(graph, tmp_path):
-    import worker
+    import sessions
+    from constants import UsageError
 
     train_dir = tmp_path / "train"
     with tf.Graph().as_default():
@@ -441,15 +442,15 @@ def test_a_checkpoint_of_another_model_is_refused_in_one_line(graph, tmp_path):
             session.run(tf1.global_variables_initializer())
             tf1.train.Saver().save(session, str(train_dir / "model.ckpt"), global_step=7)
     same = tf1.get_variable("global/weights", [2, 3])
-    assert worker.check_checkpoint(tf1, str(train_dir), [same]).endswith("model.ckpt-7")
+    assert sessions.check_checkpoint(tf1, str(train_dir), [same]).endswith("model.ckpt-7")
     other_shape = tf1.get_variable("global/weights_other", [2, 4])
-    with pytest.raises(worker.UsageError, match="lacks global/weights_other: it was written by a different model"):
-        worker.check_checkpoint(tf1, str(train_dir), [other_shape])
+    with pytest.raises(UsageError, match="lacks global/weights_other: it was written by a different model"):
+        sessions.check_checkpoint(tf1, str(train_dir), [other_shape])
     with tf.Graph().as_default():
         wider = tf1.get_variable("global/weights", [2, 4])
-        with pytest.raises(worker.UsageError, match=r"has global/weights of shape \[2, 3\], the model needs \[2, 4\]"):
-            worker.check_checkpoint(tf1, str(train_dir), [wider])
+        with pytest.raises(UsageError, match=r"has global/weights of shape \[2, 3\], the model needs \[2, 4\]"):
+            sessions.check_checkpoint(tf1, str(train_dir), [wider])
     for path in train_dir.glob("model.ckpt-7.*"):
         path.unlink()
-    with pytest.raises(worker.UsageError, match="names checkpoints that do not exist"):
-        worker.check_checkpoint(tf1, str(train_dir), [same])
+    with pytest.raises(UsageError, match="names checkpoints that do not exist"):
+        sessions.check_checkpoint(tf1, str(train_dir), [same])

@@ -1,0 +1,141 @@
+"""The shape of the code: the top-level modules import one another without a cycle, a library never imports a
+command, and no file but the algorithms' table compares an algorithm's name (nor, outside curiosity.py, a bonus's).
+
+Read from the source (ast), so that a lazy import inside a function counts as much as one at the top."""
+import ast
+import glob
+import os
+
+import pytest
+
+import algorithms
+import constants
+from conftest import ROOT
+
+COMMANDS = {"train", "worker", "demo", "plots", "status"}  # what a user runs; libraries sit below them
+
+
+def modules():
+    """{name: source path} of the project's top-level modules (setup.py is the package's, not the program's)."""
+    return {os.path.basename(path)[:-3]: path for path in glob.glob(os.path.join(ROOT, "*.py"))
+            if os.path.basename(path) != "setup.py"}
+
+
+def imports(path, names):
+    """The project modules `path` imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & set(names)
+
+
+def graph():
+    names = modules()
+    return {name: imports(path, names) - {name} for name, path in names.items()}
+
+
+def find_cycle(edges):
+    """A cycle of `edges` ({node: {node, ...}}) as a list of nodes, or None (depth-first search)."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for after in sorted(edges.get(node, ())):
+            if state.get(after) == "open":
+                return stack[stack.index(after):] + [after]
+            if after not in state:
+                cycle = visit(after)
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_find_cycle_finds_one_and_only_one_that_is_there():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_the_modules_import_one_another_without_a_cycle():
+    edges = graph()
+    assert {"a3c", "apex", "offpolicy", "dqn", "sac", "algorithms", "worker", "train"} <= set(edges)
+    cycle = find_cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_library_imports_a_command():
+    edges = graph()
+    assert COMMANDS <= set(edges)
+    wrong = {name: sorted(after & COMMANDS) for name, after in edges.items() if name not in COMMANDS and after & COMMANDS}
+    assert not wrong, f"libraries importing commands: {wrong}"
+
+
+def test_the_algorithms_table_imports_nothing_of_the_project_and_the_launcher_no_tensorflow():
+    assert graph()["algorithms"] == set()
+    names = modules()
+
+    def reaches(start):
+        seen, frontier = set(), [start]
+        while frontier:
+            for after in graph()[frontier.pop()]:
+                if after not in seen:
+                    seen.add(after)
+                    frontier.append(after)
+        return seen
+
+    tensorflow_users = {name for name, path in names.items() if "tensorflow" in imports_any(path)}
+    assert not (reaches("train") | {"train"}) & tensorflow_users - {"logdir"}, \
+        "train.py reaches a module that imports TensorFlow"
+
+
+def imports_any(path):
+    """Every top-level package `path` imports (project or not), at its top level only."""
+    found = set()
+    for node in ast.parse(open(path).read(), path).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def compared_names(path, names):
+    """The strings of `names` that `path` compares something with (==, !=, in, not in), with their lines."""
+    found = []
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in [node.left, *node.comparators]:
+            items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+            found += [(item.value, node.lineno) for item in items
+                      if isinstance(item, ast.Constant) and item.value in names]
+    return found
+
+
+@pytest.mark.parametrize("what, names, owner", [
+    ("algorithm", set(algorithms.NAMES), "algorithms"),
+    ("bonus", set(constants.CURIOSITY_CHOICES) - {"none"}, "curiosity"),
+])
+def test_only_the_owner_compares_an_algorithms_or_a_bonuss_name(what, names, owner):
+    found = {name: compared_names(path, names) for name, path in modules().items() if name != owner}
+    found = {name: hits for name, hits in found.items() if hits}
+    assert not found, f"{what} names compared outside {owner}.py: {found}"
+
+
+def test_compared_names_sees_equality_and_membership(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("if args.algo == 'dqn' or algo in ('sac', 'x'):\n    pass\n")
+    assert compared_names(str(path), {"dqn", "sac"}) == [("dqn", 1), ("sac", 1)]
