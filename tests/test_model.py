@@ -246,7 +246,6 @@ def test_a3c_learns_the_corridor(graph):
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         trainer.start(session, None, lambda stats: lengths.append(stats.length))
-        start = time.time()
         while trainer.updates < 1500:
             trainer.process()
             recent = lengths[-50:]  # the runner thread keeps appending: judge the window that was seen
@@ -255,7 +254,7 @@ def test_a3c_learns_the_corridor(graph):
         trainer.stop()
     assert np.mean(lengths[:20]) > 20, "the untrained policy should wander like a random walk"
     assert np.mean(recent) <= 12, f"not solved after {trainer.updates} updates"
-    assert trainer.updates < 1500 and time.time() - start < 120
+    assert trainer.updates < 1500
 
 
 class FailingEnv(envs.gym.Wrapper):
@@ -423,10 +422,8 @@ def test_a_hung_environment_is_reported_by_the_trainer_not_waited_on_forever(gra
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         trainer.start(session, None, lambda stats: None)
-        start = time.time()
         with pytest.raises(RunnerError, match="no rollout from the runner thread in 2 s: is the environment hung"):
-            trainer.process()
-        assert time.time() - start < 10
+            trainer.process()  # raised after ROLLOUT_WAIT_SECS (pytest's timeout bounds a wait for ever)
         env.release.set()
         trainer.stop()
 
