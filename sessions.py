@@ -425,10 +425,15 @@ def task_session_config(tf1, devices):
     return tf1.ConfigProto(device_filters=list(devices), operation_timeout_in_ms=OPERATION_TIMEOUT_SECS * 1000)
 
 
+TASK_THREADS = (1, 2)  # a playing task's TensorFlow threads (intra-op, inter-op): few, as the original's
+
+
 def task_server(tf1, spec, job, task):
-    """This task's tf.train.Server in the cluster `spec`; a playing task's threads are few, as the original's."""
+    """This task's tf.train.Server in the cluster `spec`, with TASK_THREADS."""
+    intra, inter = TASK_THREADS
     return tf1.train.Server(tf1.train.ClusterSpec(spec), job_name=job, task_index=task,
-                            config=tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+                            config=tf1.ConfigProto(intra_op_parallelism_threads=intra,
+                                                   inter_op_parallelism_threads=inter))
 
 
 def local_session_config(threads):

@@ -7,7 +7,6 @@ import tensorflow as tf
 
 import constants
 import curiosity
-import envs
 from envs import gym, spaces
 
 tf1 = tf.compat.v1

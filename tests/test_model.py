@@ -1,7 +1,6 @@
 """Losses, gradients, network shapes, parameter placement and sync, and learning on a tiny environment."""
 import json
 import math
-import time
 
 import numpy as np
 import pytest

@@ -1,8 +1,9 @@
 """The package `pip install .` builds: it holds every module, declares every package they import, and works from
 outside the checkout: the wheel, installed into a fresh virtual environment with its dependencies, imports every
-module, plans a run (--dry-run) and trains a short one in one process."""
+module, plans a run (--dry-run) and trains a short A3C run in one process, which a relaunch resumes."""
 import ast
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,8 @@ from importlib import metadata
 
 import pytest
 
+import logdir
+import status
 from conftest import ROOT
 
 IMPORT_NAMES = {"cv2": "opencv-python-headless", "yaml": "pyyaml"}  # import name -> distribution, where they differ
@@ -106,7 +109,12 @@ def installer():
         else (lambda python, *args: [python, "-m", "pip", "install", "-q", *args])
 
 
+@pytest.mark.install
 def test_the_wheel_installs_into_a_fresh_environment_and_runs_from_outside_the_checkout(wheel, tmp_path):
+    """Installed with its dependencies into a fresh environment, run from another directory: every module imports
+    from the installation, the launcher plans a run, and A3C trains in one process (`--num-workers 0`: the
+    cluster's worker placed in the launcher's process), checkpoints, beats the heartbeat the status view reads, and
+    a relaunch resumes from its checkpoint."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
@@ -116,22 +124,47 @@ def test_the_wheel_installs_into_a_fresh_environment_and_runs_from_outside_the_c
     elsewhere.mkdir()
     environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
 
-    def run(*argv, timeout=300):
-        return subprocess.run([python, *argv], cwd=str(elsewhere), capture_output=True, text=True, timeout=timeout,
-                              env=environ)
+    def start(*argv):
+        return subprocess.Popen([python, *argv], cwd=str(elsewhere), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=environ)
 
-    imported = run("-c", "import importlib, os\n"
-                         f"for name in {project_modules()!r}:\n"
-                         "    module = importlib.import_module(name)\n"
-                         f"    assert not module.__file__.startswith({ROOT!r}), module.__file__\n"
-                         "print('imported')")
+    def finish(process):
+        stdout, stderr = process.communicate(timeout=300)
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def train(steps):
+        return start("-m", "train", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", "run", "--set",
+                     f"max_global_steps={steps}", "--set", "envs_per_worker=2")
+
+    # the three at once: each spends its first seconds importing TensorFlow
+    importing = start("-c", "import importlib, os\n"
+                            f"for name in {project_modules()!r}:\n"
+                            "    module = importlib.import_module(name)\n"
+                            f"    assert not module.__file__.startswith({ROOT!r}), module.__file__\n"
+                            "print('imported')")
+    planning = start("-m", "train", "--env-id", "CartPole-v1", "--num-workers", "2", "--dry-run")
+    first = finish(train(1000))
+    imported, planned = finish(importing), finish(planning)
     assert imported.returncode == 0 and "imported" in imported.stdout, imported.stderr[-3000:]
-    planned = run("-m", "train", "--env-id", "CartPole-v1", "--num-workers", "2", "--dry-run")
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert "worker.py" in planned.stdout and ROOT not in planned.stdout
-    trained = run("-m", "train", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", "run",
-                  "--set", "max_global_steps=600", "--set", "envs_per_worker=2")
-    assert trained.returncode == 0, trained.stderr[-3000:]
-    assert "run over: global step" in trained.stdout
-    assert os.path.exists(elsewhere / "run" / "episodes_0.csv") and glob.glob(str(elsewhere / "run" / "train" /
-                                                                                  "model.ckpt-*.index"))
+
+    log_dir = elsewhere / "run"
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "run over: global step" in first.stdout and "step/s" in first.stderr, "the progress bar"
+    config = json.loads((log_dir / "config.json").read_text())
+    assert config["run"]["algo"] == "a3c" and config["run"]["num_workers"] == 0 and config["preset"] == "classic"
+    beat = json.loads((log_dir / "status_local.json").read_text())
+    assert (beat["name"], beat["state"]) == ("local", "stopped") and beat["global_step"] >= 1000, beat
+    assert beat["steps_trained"] == beat["global_step"], "one worker: every step of the run is its own"
+    rows = logdir.read_rows(str(log_dir / "episodes_0.csv"))
+    assert len(rows) > 10 and all(int(row["global_step"]) <= beat["global_step"] for row in rows)
+    assert "\nlocal " in status.render(status.collect(str(log_dir)))
+    saved = sorted(glob.glob(str(log_dir / "train" / "model.ckpt-*.index")))
+
+    second = finish(train(2000))
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resuming from" in second.stderr and f"model.ckpt-{beat['global_step']}" in second.stderr, saved
+    again = json.loads((log_dir / "status_local.json").read_text())
+    assert again["global_step"] >= 2000 and again["steps_trained"] == again["global_step"] - beat["global_step"]
+    assert len(logdir.read_rows(str(log_dir / "episodes_0.csv"))) > len(rows), "appended to"
