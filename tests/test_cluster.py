@@ -75,6 +75,15 @@ def kill_everything(launchers, log_dirs):
     wait_for(lambda: not any(train.run_processes(str(log_dir)) for log_dir in log_dirs), 30, "every process gone")
 
 
+def clean_up(launchers, log_dirs):
+    """Whatever a first phase left running: its launchers killed, each machine's run stopped by its kill.sh."""
+    for launcher in launchers:
+        if launcher.poll() is None:
+            launcher.kill()
+    for log_dir in log_dirs:
+        subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+
+
 def run_to_the_end(launchers, log_dirs, digest):
     """The launchers' outputs once each has ended by itself, with exit 0 and the cluster's digest logged; should
     one not end in time, everything of the run is stopped."""
@@ -111,11 +120,7 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
         assert f"cluster {digest}" in (log_a / "w-0.out").read_text()
         kill_everything(launchers, [log_a, log_b])
     finally:
-        for launcher in launchers:
-            if launcher.poll() is None:
-                launcher.kill()
-        for log_dir in (log_a, log_b):
-            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+        clean_up(launchers, [log_a, log_b])
     saved = checkpoint_step(log_a)
 
     target = saved + 2000
@@ -167,11 +172,7 @@ def test_apex_across_two_machines_fills_the_learners_replay_from_both_and_resume
         assert set(train.run_roles(str(log_a))) == {"learner", "a-0"} and set(train.run_roles(str(log_b))) == {"a-1"}
         kill_everything(launchers, [log_a, log_b])
     finally:
-        for launcher in launchers:
-            if launcher.poll() is None:
-                launcher.kill()
-        for log_dir in (log_a, log_b):
-            subprocess.run(["bash", str(log_dir / "kill.sh")], capture_output=True, timeout=120)
+        clean_up(launchers, [log_a, log_b])
     saved = checkpoint_step(log_a)
     before = len(episodes(log_b, 1))
 
