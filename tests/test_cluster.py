@@ -13,7 +13,7 @@ import pytest
 
 import cluster as cluster_roles
 import train
-from conftest import ROOT
+from conftest import ROOT, skip_for_machine
 from test_distributed import FAST, checkpoint_step, episodes, heartbeat, wait_for
 
 SUBNET = "10.231.{}.{}"
@@ -27,14 +27,14 @@ def sh(*argv):
 def two_machines():
     """{"a": address, "b": address} of two namespaces joined by a veth pair; removed afterwards."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 (ip) to make network namespaces")
+        skip_for_machine("needs root and iproute2 (ip) to make network namespaces")
     tag = os.getpid() % 10000
     names = {side: f"ca-test-{tag}-{side}" for side in "ab"}
     links = {side: f"ca{tag}{side}" for side in "ab"}  # interface names: at most 15 characters
     addresses = {side: SUBNET.format(tag % 250, index) for index, side in enumerate("ab", 1)}
     made = sh("ip", "netns", "add", names["a"])
     if made.returncode != 0:
-        pytest.skip(f"cannot make a network namespace: {made.stderr.strip()}")
+        skip_for_machine(f"cannot make a network namespace: {made.stderr.strip()}")
     try:
         steps = [("ip", "netns", "add", names["b"]),
                  ("ip", "link", "add", links["a"], "type", "veth", "peer", "name", links["b"])]
@@ -46,7 +46,7 @@ def two_machines():
         for step in steps:
             result = sh(*step)
             if result.returncode != 0 and "veth" in step:
-                pytest.skip(f"cannot make a virtual Ethernet pair: {result.stderr.strip()}")
+                skip_for_machine(f"cannot make a virtual Ethernet pair: {result.stderr.strip()}")
             assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
         yield {"names": names, **addresses}
     finally:

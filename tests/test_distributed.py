@@ -16,7 +16,7 @@ import tensorflow as tf
 
 import logdir
 import train
-from conftest import ROOT
+from conftest import ROOT, skip_for_machine
 
 tf1 = tf.compat.v1
 FAST = ["--set", "lstm_size=32", "--set", "checkpoint_secs=5"]
@@ -402,7 +402,7 @@ def test_a_full_or_read_only_disk_stops_the_run_in_one_line_and_keeps_the_checkp
     in a user and mount namespace): the run stops with one line, leaves no process, and the checkpoint it names
     restores; the relaunch is refused in one line until there is room."""
     if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
-        pytest.skip("no user and mount namespaces here to give the run a filesystem of its own")
+        skip_for_machine("no user and mount namespaces here to give the run a filesystem of its own")
     disk, out = tmp_path / "disk", tmp_path / "out"
     disk.mkdir()
     out.mkdir()
