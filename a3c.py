@@ -477,9 +477,8 @@ def run_local(args):
 
     def placement(args):
         # the threads of a cluster's worker (sessions.TASK_THREADS) unless --threads says otherwise
-        threads = sessions.local_session_config(args.threads) if args.threads else tf1.ConfigProto(
-            intra_op_parallelism_threads=sessions.TASK_THREADS[0], inter_op_parallelism_threads=sessions.TASK_THREADS[1])
-        return Placement(roles.LOCAL.job, 0, None, None, "", threads, None, progress)
+        threads = (args.threads,) if args.threads else sessions.TASK_THREADS
+        return Placement(roles.LOCAL.job, 0, None, None, "", sessions.local_session_config(*threads), None, progress)
 
     last = train_worker(args, placement)
     print(f"run over: global step {last:,} (episodes in {logdir.episodes_csv(args.log_dir, 0)})", flush=True)

@@ -37,6 +37,7 @@ from replay import env_action, from_stored, stored_dtype, to_stored
 from acting import EpisodeLogger, EpisodeTally
 from constants import UsageError
 import runs
+import sessions
 from sessions import DeferredInterrupt, Heartbeat, Timings, check_checkpoint, local_session_config, pretrain_init
 
 tf1 = tf.compat.v1
@@ -344,8 +345,7 @@ class LocalRun:
         space = self.envs[0].observation_space
         self.head = model.choose_head(space.shape, head)
         self.dtype = stored_dtype(space)
-        tf1.set_random_seed(config.seed)
-        np.random.seed(config.seed)  # model.py draws some initial weights with numpy
+        sessions.seed_task(tf1, config.seed)
         action_space = self.envs[0].action_space
         self.agent = build_learner(algo, space.shape, action_space, config, self.head, self.dtype)
         self.curious = None if unsup == "none" else Curious(unsup, space.shape, curiosity.action_spec(action_space),

@@ -430,15 +430,15 @@ TASK_THREADS = (1, 2)  # a playing task's TensorFlow threads (intra-op, inter-op
 
 def task_server(tf1, spec, job, task):
     """This task's tf.train.Server in the cluster `spec`, with TASK_THREADS."""
-    intra, inter = TASK_THREADS
     return tf1.train.Server(tf1.train.ClusterSpec(spec), job_name=job, task_index=task,
-                            config=tf1.ConfigProto(intra_op_parallelism_threads=intra,
-                                                   inter_op_parallelism_threads=inter))
+                            config=local_session_config(*TASK_THREADS))
 
 
-def local_session_config(threads):
-    """A one-process run's session: `threads` TensorFlow threads in each pool (0: TensorFlow's default)."""
-    return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+def local_session_config(threads, inter_threads=None):
+    """A one-process run's session: `threads` TensorFlow threads in the intra-op pool and `inter_threads` (by default
+    as many) in the inter-op pool (0: TensorFlow's default)."""
+    inter_threads = threads if inter_threads is None else inter_threads
+    return tf1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=inter_threads)
 
 
 class StopFlag:
