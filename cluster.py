@@ -11,7 +11,7 @@ import json
 import re
 
 import algorithms
-from algorithms import ACTOR, JOBS, LEARNER, LOCAL, PS, ROLES, WORKER, Role  # noqa: F401 -- the roles, for readers
+from algorithms import ACTOR, JOBS, LEARNER, LOCAL, PS, ROLES, WORKER  # noqa: F401 -- the roles, for readers
 
 
 def is_chief(job, index):
@@ -228,11 +228,12 @@ def chief_job_of(spec):
     return WORKER.job
 
 
-def with_chiefs(spec):
-    """A ClusterSpec dict with its "chief" list, if any, put first in the chief's job."""
+def with_chiefs(spec, job=None):
+    """A ClusterSpec dict with its "chief" list, if any, put first in the chief's job (`job`, or the one that
+    chief_job_of finds)."""
     if CHIEF_REPLICA not in spec:
         return spec
-    job = chief_job_of(spec)
+    job = job or chief_job_of(spec)
     return {name: hosts for name, hosts in spec.items() if name != CHIEF_REPLICA} | {
         job: list(spec[CHIEF_REPLICA]) + list(spec.get(job, []))}
 
@@ -293,9 +294,7 @@ def role_from_tf_config(text, algo=algorithms.DEFAULT):
     elif kind not in row.jobs:
         raise ValueError(f"task type {kind!r}: --algo {row.name} runs {', '.join((CHIEF_REPLICA,) + row.jobs)} "
                          f"tasks only")
-    if chiefs:
-        spec[chief_job] = chiefs + list(spec.get(chief_job, []))
-        del spec[CHIEF_REPLICA]
+    spec = with_chiefs(spec, chief_job)
     missing = [job for job in row.jobs if not spec.get(job)]
     if missing or set(spec) - set(row.jobs):
         raise ValueError(f"the cluster needs the jobs {' and '.join(row.jobs)} of --algo {row.name}, each with an "
