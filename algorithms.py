@@ -10,8 +10,8 @@ the presets (constants.py) read this table; no other file compares an algorithm'
 The entry points are "module:name" strings, imported only by the process that runs them (`entry`), so that the
 launcher never imports TensorFlow. This module imports nothing of the project.
 
-Adding a learner: its module (the learning, its `run_task` or its agent), its row here, its presets in
-constants.PRESETS, its tests.
+Adding a learner: its module (the learning, its `run_task` or its agent), its row here with its presets, its
+tests.
 """
 import dataclasses
 import importlib
@@ -59,11 +59,12 @@ class Algorithm:
     actions: tuple  # the action spaces it takes: "discrete", "continuous" (a bounded Box)
     default_workers: object  # --num-workers when not given: CORES, or 0 (one process) when no cluster is given
     presets: dict  # --preset auto: the first of "<family>", "<kind>_bonus" (with a bonus), "<kind>" it has
+    hyperparameters: dict  # its named presets: {name: {hyper-parameter: value as --set takes it}}
     task: str  # "module:function(args)": one task of its cluster, in a worker.py process
     local: str  # "module:function(args)": the whole run in this process (--num-workers 0)
     agent: str  # "module:Class(env, run, config, checkpoint, epsilon, seed)": its policy, for playback
-    evaluates_inline: bool = False  # its one-process run evaluates in its own loop (rewards.txt); else --eval-every
-    # runs the evaluation process beside it, as on the cluster (eval.csv)
+    evaluates_inline: bool = False  # its one-process run evaluates in its own loop; else --eval-every runs the
+    # evaluation process beside it, as on the cluster (both write evaluation.py's eval.csv)
     learner: str = None  # "module:callable(observation_shape, action_space, config, head, dtype)": a replay
     # learner's networks and train op in the default graph, as its one-process run and Ape-X build them
 
@@ -104,22 +105,81 @@ class Algorithm:
         return getattr(importlib.import_module(module), attribute)
 
 
+# Each algorithm's named presets: overrides of constants.Config's defaults (as --set takes them), with the
+# measurements that chose them. `--preset auto` picks one by the row's `presets`; `--set` applies on top.
+A3C_PRESETS = {
+    "paper": {},
+    # Measured on CartPole (docs/hyperparameters.md): Adam's epsilon of 0.1 against weights that drift with
+    # noise-sized gradients, lr 5e-4 against the step that saturated the policy after a sudden drop in returns,
+    # 8 environments per worker for the speed: 2 workers solved seeds 0-4 in 65-100 s.
+    "classic": {"learning_rate": "5e-4", "reward_scale": "0.1", "entropy_beta": "1e-3", "adam_epsilon": "0.1",
+                "envs_per_worker": "8"},
+    # With curiosity the policy must follow a small bonus, which Adam's epsilon of 0.1 damps to nothing
+    # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; docs/hyperparameters.md).
+    "classic_curiosity": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
+    "mario": {"prediction_beta": "0.2", "entropy_beta": "0.0005"},  # the original's Mario settings
+    # The original's constants with 4 environments per worker: an update per 80 steps of a worker, where the
+    # paper's made one per 20. With 16 (an update per 320 steps, 1.9x the steps per second) the ICM had 0.17 on
+    # MyWayHome dense at 3M steps and a tenfold learning rate did not help; with 4 it had 0.82 and 0.76 in two
+    # seeds (docs/doom-study.md, "Why the dense task lags").
+    "doom": {"envs_per_worker": "4"},
+}
+# `dqn_classic` below, and `dqn_classic_curiosity` with three changes.
+_DQN_CLASSIC = {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "200000",
+                "batch_size": "256", "learning_starts": "1000", "replay_ratio": "64", "target_update_period": "200",
+                "dueling": "true", "epsilon_decay_steps": "10000", "max_global_steps": "400000", "acting_copy": "true"}
+DQN_PRESETS = {
+    # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
+    "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1", "acting_copy": "true"},
+    # DQN on classic control: a short warm-up and exploration, a dueling head, the target every 200 updates, and a
+    # batch of 256 every 4 steps (replay ratio 64). CartPole-v1 (docs/dqn.md): lr 1e-3 beat 5e-4 and 2.5e-4; a batch
+    # of 64 every step solved 2 of 3 seeds in one process and 1 of 3 with 2 actors in 5 minutes, where a batch of
+    # 256 with a replay of 200,000 (which keeps failures once the agent plays well) solved 3 of 3 in both.
+    "dqn_classic": _DQN_CLASSIC,
+    # DQN with a curiosity bonus on classic control: the batch of 64 every step and the replay of 50,000 of before.
+    # On CorridorLong-v0 within 30,000 steps they found the far end with the ICM in 2 of 3 seeds and with RND in 3
+    # of 3; with the batch of 256 every 4 steps (a quarter of the updates) none of 2 seeds did, with either bonus
+    # (docs/dqn.md).
+    "dqn_classic_curiosity": {**_DQN_CLASSIC, "replay_capacity": "50000", "batch_size": "64",
+                              "max_global_steps": "200000"},
+}
+SAC_PRESETS = {
+    # SAC on classic control: stable-baselines3's tuned Pendulum settings (rl-baselines3-zoo: lr 1e-3, batch 256,
+    # an update per step, uniform replay, one-step returns, tau 0.005), random actions for the first 1,000 steps.
+    # Discrete actions aim at 0.1 log |A| of entropy: at cleanrl's 0.89 on CartPole the temperature grew without
+    # bound (alpha 64,000, the critics' loss 6e8 at 30k steps); at 0.1 the greedy policy solved CartPole in seeds
+    # 0-2 (docs/sac.md). A curiosity bonus is relabelled at 0.1 of its running RMS: on MountainCarContinuous
+    # SAC+RND found the flag in 3 of 3 seeds within 20k steps, SAC+ICM in 2, SAC alone in none; with the bonus
+    # stored at acting time, none (docs/sac.md).
+    "sac_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1",
+                    "replay_capacity": "100000", "batch_size": "256", "learning_starts": "1000", "replay_ratio": "256",
+                    "n_step": "1", "prioritized": "false", "gamma": "0.99", "max_global_steps": "20000",
+                    "target_entropy_scale": "0.1", "relabel_bonus": "true", "int_coef": "0.1"},
+    # SAC on images (discrete actions): cleanrl's sac_atari (lr 3e-4, batch 64, an update every 4 steps, 20k random
+    # steps, target entropy 0.89 log |A|; its targets are copied every 8,000 steps where these follow by Polyak).
+    "sac": {"learning_rate": "3e-4", "adam_epsilon": "1e-4", "envs_per_worker": "1", "replay_capacity": "1000000",
+            "batch_size": "64", "learning_starts": "20000", "replay_ratio": "16", "n_step": "1", "prioritized": "false",
+            "max_global_steps": "5000000"},
+}
+
+
 A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"mario": "mario", "doom": "doom", "vector_bonus": "classic_curiosity", "vector": "classic",
-             "image": "paper"},
+             "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
 DQN = Algorithm(
     "dqn", "Double DQN with n-step returns and prioritized replay; Ape-X's learner and actors on a cluster",
     roles=(LEARNER, ACTOR), replay=True, actions=("discrete",), default_workers=CORES,
     presets={"vector_bonus": "dqn_classic_curiosity", "vector": "dqn_classic", "image": "dqn"},
+    hyperparameters=DQN_PRESETS,
     task="apex:run_task", local="offpolicy:run_local", agent="dqn:Agent", evaluates_inline=True,
     learner="dqn:build_learner")
 SAC = Algorithm(
     "sac", "Soft Actor-Critic, continuous or discrete actions; one process by default, Ape-X on a cluster",
     roles=(LEARNER, ACTOR), replay=True, actions=("discrete", "continuous"), default_workers=0,
-    presets={"vector": "sac_classic", "image": "sac"},
+    presets={"vector": "sac_classic", "image": "sac"}, hyperparameters=SAC_PRESETS,
     task="apex:run_task", local="offpolicy:run_local", agent="sac:Agent", evaluates_inline=True,
     learner="sac:SAC")
 
@@ -148,6 +208,17 @@ def of_cluster(cluster):
 
 def with_replay():
     return tuple(name for name, row in ALGORITHMS.items() if row.replay)
+
+
+def named_presets():
+    """Every row's named presets, {name: overrides}; a name is one row's only."""
+    presets = {}
+    for row in ALGORITHMS.values():
+        shared = set(presets) & set(row.hyperparameters)
+        if shared:
+            raise ValueError(f"{row.name}'s presets {', '.join(sorted(shared))} are another algorithm's")
+        presets.update(row.hyperparameters)
+    return presets
 
 
 def one_process_by_default():

@@ -153,19 +153,19 @@ class Actor:
             self.sync(session)  # the statistics just seeded, into the copy that acts
             bonus = graph.curious.acting_bonus(session, len(self.envs), graph.bonus)
         self.acting = offpolicy.Acting(self.envs, self.config, graph.dtype, self.seed)
+
+        def choose(observations, step):  # its exploration: DQN's own epsilon, SAC's policy
+            return graph.network.actor_actions(self.acting_outputs(session, observations), self.rng, step,
+                                               self.epsilons)
+
+        player = offpolicy.Player(self.acting, choose, episode_logger, bonus, self.timings)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
-            with self.timings.phase("act"):
-                outputs = self.acting_outputs(session, self.acting.stored_observations())
-            actions, stored = graph.network.actor_actions(outputs, self.rng, self.last_global_step, self.epsilons)
-            with self.timings.phase("env"):
-                transitions, finished = self.acting.step(actions, bonus, stored)
-            for stats in finished:
-                episode_logger(stats)
+            transitions, played = player.step(self.last_global_step)
             if transitions is not None:
                 self.pending.append(transitions)
-            self.unsent_steps += len(actions)
+            self.unsent_steps += played
             since_sync += 1
-            if self.unsent_steps >= SEND_EVERY * len(actions):
+            if self.unsent_steps >= SEND_EVERY * played:
                 self.send(sender)
             if since_sync >= SYNC_EVERY:
                 with self.timings.phase("sync"):
@@ -225,20 +225,23 @@ class Learner:
     """The learner task: the replay, fed from the queue; updates at the replay ratio; the run's end."""
 
     def __init__(self, graph, config, memory, writer):
-        self.graph, self.config, self.memory, self.writer = graph, config, memory, writer
-        self.sampler = replay.PrefetchingSampler(memory)  # the batches, drawn while the learner trains
-        self.last_global_step = self.steps_trained = self.skipped_updates = 0
-        self.updates = 0  # this incarnation's; the run's count is the `updates` variable
-        self.updates_before = 0
-        self.session = None  # its runs', once it runs (AbortRetrySession), as the actor's
+        self.graph, self.config, self.memory = graph, config, memory
         self.timings = Timings()
+        self.learning = offpolicy.Learning(graph.network, memory, writer, graph.curious, self.timings)
+        self.last_global_step = self.steps_trained = self.skipped_updates = 0
+        self.session = None  # its runs', once it runs (AbortRetrySession), as the actor's
         self.started = time.time()
+
+    @property
+    def updates(self):
+        """This incarnation's; the run's count is the `updates` variable."""
+        return self.learning.updates
 
     def run(self, session, stop_flag, heartbeat):
         """Receive and train until the global step reaches max_global_steps or a stop is asked (its runs retried as
         the actor's are: a retried update cancelled after it was applied is one update more)."""
         self.session = session = AbortRetrySession(session)
-        self.updates_before = int(session.run(self.graph.network.updates))
+        self.learning.start(session)
         self.receive(session)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             if not self.train_due(session, stop_flag, heartbeat) and not self.receive(session):
@@ -247,15 +250,8 @@ class Learner:
 
     def train_due(self, session, stop_flag, heartbeat):
         """The updates the replay ratio owes for the transitions received; how many were made."""
-        made = 0
-        while not stop_flag.stop and offpolicy.updates_due(self.memory.inserted, self.updates, self.config):
-            with self.timings.phase("train"):
-                self.updates += 1
-                offpolicy.learn_step(self.graph.network, self.sampler, session, self.last_global_step, self.writer,
-                                     self.updates_before + self.updates, curious=self.graph.curious)
-            made += 1
-            heartbeat.beat(self, 0)
-        return made
+        return self.learning.train_due(session, self.last_global_step, stop=lambda: stop_flag.stop,
+                                       beat=lambda: heartbeat.beat(self, 0))
 
     def receive(self, session):
         """What the queue holds, into the replay; the number of transitions received."""
@@ -264,8 +260,8 @@ class Learner:
         self.last_global_step = int(step)
         count = len(received[1])
         if count:
-            self.sampler.add(*received[:5], priorities=received[-1] if self.graph.network.actor_priorities else None,
-                             following=received[5] if self.graph.curious else None)
+            self.learning.add(received, priorities=received[-1] if self.graph.network.actor_priorities else None,
+                              following=received[5] if self.graph.curious else None)
             self.steps_trained += count
         return count
 
@@ -284,7 +280,7 @@ class Learner:
         self.train_due(session, stop_flag, heartbeat)
 
     def close(self):
-        self.sampler.close()
+        self.learning.close()
 
     def status(self):
         return {**offpolicy.replay_status(self.memory, self.updates, self.started),

@@ -13,14 +13,13 @@
 Reads the run's config.json (environment, head, curiosity) and a checkpoint (the latest in <log-dir>/train, or
 --checkpoint), copied aside first, so it can run beside training without blocking or disturbing it. Prints
 each episode's game reward, length, curiosity bonus and, where the game has them, success and distance; writes
-<out>/summary.json, and with --record an MP4 (or GIF) per episode from the game's frames, with --record-signal
-the 42x42 inputs the network saw (<out>/episode_<k>_signal.mp4 and .npz). <out> defaults to <log-dir>/demo.
+<out>/summary.json, and with --record an MP4 (or GIF, or a folder of PNGs) per episode from the game's frames,
+with --record-signal the 42x42 inputs the network saw (<out>/episode_<k>_signal.mp4 and .npz). <out> defaults to
+<log-dir>/demo.
 """
 import argparse
 import contextlib
-import csv
 import glob
-import hashlib
 import json
 import logging
 import os
@@ -39,6 +38,7 @@ import numpy as np  # noqa: E402
 import algorithms  # noqa: E402
 import constants  # noqa: E402
 import envs  # noqa: E402
+import evaluation  # noqa: E402
 import runs  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import import_tf  # noqa: E402
@@ -48,8 +48,6 @@ logger = logging.getLogger("demo")
 PLAYBACK_FPS = {"doom": 35 / envs.DOOM_ACTION_REPEAT, "mario": 60 / envs.MARIO_ACTION_REPEAT, "atari": 15}
 SIGNAL_UPSCALE = 4  # the 42x42 inputs are drawn 4 times larger in the signal video
 SNAPSHOT_TRIES = 5  # the chief may delete the oldest checkpoint while we copy it: then take the newest again
-EVAL_COLUMNS = ["global_step", "wall_time", "episodes", "mean_reward", "min_reward", "max_reward", "success_rate",
-                "mean_distance", "checkpoint"]
 NO_CHECKPOINT = ("no checkpoint in {} yet: the chief saves every 30 s after it starts; wait, or pass --random for "
                  "the random baseline")
 
@@ -67,7 +65,8 @@ def parse_args(argv=None):
     policy.add_argument("--random", action="store_true", help="act uniformly at random: the baseline")
     add("--record", action="store_true", help="write a video of each episode from the game's frames")
     add("--record-signal", action="store_true", help="save the 42x42 inputs the network saw, as video and npz")
-    add("--video-format", choices=("mp4", "gif"), default="mp4")
+    add("--video-format", choices=evaluation.FRAME_FORMATS, default="mp4", help="with --record: a video per "
+        "episode (mp4, gif), or its frames as PNG images in a folder (png)")
     add("--fps", type=float, default=None, help="video frame rate (default: the game's real time)")
     add("--video-quality", type=float, default=8, help="MP4 quality, 0 (smallest) to 10 (imageio's scale); 5 is "
         "about a third of 8's size and still shows the game's textures")
@@ -158,71 +157,6 @@ def make_agent(args, env, run, config, checkpoint):
     return algorithms.of_run(run).entry("agent")(env, run, config, checkpoint, args.epsilon, args.seed)
 
 
-def random_action(space, rng):
-    """A uniformly random action of a discrete space (an int) or of a bounded Box (a float32 vector), from `rng`."""
-    if hasattr(space, "n"):
-        return int(rng.integers(space.n))
-    return rng.uniform(space.low, space.high).astype(np.float32)
-
-
-def play_episode(env, agent, greedy, rng, max_steps, record, record_signal, seed=None, random_start=0,
-                 check_interrupt=lambda: None):
-    """One episode: {reward, length, bonus, success, distance, actions digest, ...}, and the frames and inputs when
-    asked. Its first 0 to `random_start` actions (drawn from `rng`) are random; the agent acts on those frames too,
-    so that its LSTM state has seen them when it takes over. `check_interrupt` is called between steps."""
-    observation, info = env.reset(seed=seed)
-    if agent is not None:
-        agent.reset()
-    frames = [env.render()] if record else []
-    inputs = [observation] if record_signal else []
-    episode = {"reward": 0.0, "length": 0, "bonus": 0.0}
-    game = envs.GameRecord()
-    random_steps = int(rng.integers(random_start + 1)) if random_start else 0
-    actions = hashlib.sha1()
-    for step in range(max_steps):
-        check_interrupt()
-        action = None if agent is None else agent.act(observation, greedy)
-        if action is None or step < random_steps:
-            action = random_action(env.action_space, rng)
-        actions.update(np.asarray(action).tobytes())
-        next_observation, _, terminated, truncated, info = env.step(action)
-        if agent is not None:
-            episode["bonus"] += agent.bonus(observation, next_observation, action)
-        episode["reward"] += info.get("env_reward", 0.0)
-        episode["length"] += 1
-        game.observe(info, episode["length"])
-        observation = next_observation
-        if record:
-            frames.append(env.render())
-        if record_signal:
-            inputs.append(observation)
-        if terminated or truncated:
-            break
-    episode["truncated"] = not terminated
-    episode["random_steps"] = random_steps
-    episode["actions_digest"] = actions.hexdigest()[:16]  # episodes with the same digest took the same actions
-    if "success" in game.metrics:
-        episode["success"] = bool(game.metrics["success"])
-    if "distance" in game.metrics:
-        episode["distance"] = game.metrics["distance"]
-    episode["visits"] = game.visits
-    return episode, frames, inputs
-
-
-def write_video(path, frames, fps, quality=8):
-    """MP4 (H.264 through imageio-ffmpeg's bundled ffmpeg, `quality` on imageio's 0-10 scale) or GIF, chosen by
-    the file's extension."""
-    import imageio.v2 as imageio
-
-    frames = [np.ascontiguousarray(frame, dtype=np.uint8) for frame in frames]
-    if path.endswith(".gif"):
-        imageio.mimsave(path, frames, duration=1000.0 / fps, loop=0)
-    else:
-        with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=2, quality=quality) as writer:
-            for frame in frames:
-                writer.append_data(frame)
-
-
 def signal_frames(inputs):
     """The newest channel of each 42x42 input, as gray RGB frames SIGNAL_UPSCALE times larger."""
     frames = []
@@ -231,19 +165,6 @@ def signal_frames(inputs):
         big = np.kron(newest, np.ones((SIGNAL_UPSCALE, SIGNAL_UPSCALE), np.uint8))
         frames.append(np.stack([big] * 3, axis=-1))
     return frames
-
-
-def summarise(episodes):
-    rewards = [episode["reward"] for episode in episodes]
-    summary = {"episodes": len(episodes), "mean_reward": float(np.mean(rewards)), "min_reward": float(min(rewards)),
-               "max_reward": float(max(rewards)), "mean_length": float(np.mean([e["length"] for e in episodes])),
-               "mean_bonus": float(np.mean([e["bonus"] for e in episodes])),
-               "distinct_episodes": len({episode["actions_digest"] for episode in episodes})}
-    if any("success" in episode for episode in episodes):
-        summary["success_rate"] = float(np.mean([episode.get("success", False) for episode in episodes]))
-    if any("distance" in episode for episode in episodes):
-        summary["mean_distance"] = float(np.mean([episode.get("distance", 0.0) for episode in episodes]))
-    return summary
 
 
 def write_visits(path, episodes):
@@ -298,17 +219,16 @@ def deferred_interrupt(agent):
 
 def play_and_record(args, env, agent, rng, out, fps, index, check_interrupt):
     """Episode `index` of the playback, its video and inputs written into `out` when asked."""
-    episode, frames, inputs = play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
-                                           args.record_signal, seed=args.seed + index, random_start=args.random_start,
-                                           check_interrupt=check_interrupt)
+    episode, frames, inputs = evaluation.play_episode(env, agent, args.greedy, rng, args.max_steps, args.record,
+                                                      args.record_signal, seed=args.seed + index,
+                                                      random_start=args.random_start, check_interrupt=check_interrupt)
     if args.record:
-        episode["video"] = os.path.join(out, f"episode_{index}.{args.video_format}")
-        write_video(episode["video"], frames, fps, args.video_quality)
+        episode["video"] = evaluation.write_frames(out, index, frames, args.video_format, fps, args.video_quality)
     if args.record_signal:
         episode["signal"] = os.path.join(out, f"episode_{index}_signal.npz")
         np.savez_compressed(episode["signal"], observations=np.asarray(inputs, np.float16))
-        write_video(os.path.join(out, f"episode_{index}_signal.{args.video_format}"), signal_frames(inputs), fps,
-                    args.video_quality)
+        evaluation.write_frames(out, f"{index}_signal", signal_frames(inputs), args.video_format, fps,
+                                args.video_quality)
     return episode
 
 
@@ -329,11 +249,11 @@ def evaluate(args, run, config, env, checkpoint, out, quiet=False, keep_on_inter
     except KeyboardInterrupt:
         if not (keep_on_interrupt and episodes):
             raise
-        return {**summarise(episodes), "random_start": args.random_start, "interrupted": True}, episodes
+        return {**evaluation.summarise(episodes), "random_start": args.random_start, "interrupted": True}, episodes
     finally:
         if agent is not None:
             agent.close()
-    return {**summarise(episodes), "random_start": args.random_start}, episodes
+    return {**evaluation.summarise(episodes), "random_start": args.random_start}, episodes
 
 
 def play(args):
@@ -392,20 +312,10 @@ def main(argv=None):
         return 130
 
 
-def keep_best(tf1, checkpoint, best_dir, summary, step):
-    """Replace the copy in `best_dir` by this checkpoint (a private snapshot, so training is not touched)."""
-    shutil.rmtree(best_dir, ignore_errors=True)
-    os.makedirs(best_dir)
-    for path in glob.glob(checkpoint + ".*"):
-        shutil.copy(path, best_dir)
-    tf1.train.update_checkpoint_state(best_dir, os.path.basename(checkpoint))  # relative: the run may move
-    with open(os.path.join(best_dir, "best.json"), "w") as handle:
-        json.dump(dict(summary, global_step=step), handle, indent=2)
-
-
 def watch(args):
     """Evaluate each new checkpoint at least args.every global steps after the last evaluated one, until
-    stopped: a row in eval.csv, global/eval_* summaries in <log-dir>/eval, the best checkpoint kept."""
+    stopped: a row in eval.csv (and rewards.txt, its view), global/eval_* summaries in <log-dir>/eval, the best
+    checkpoint kept; with --record each evaluation's videos (or frames) in <log-dir>/eval_NNN."""
     tf1 = import_tf()
     while constants.read_run_config(args.log_dir) is None:  # started with the workers, before they write it
         time.sleep(args.poll_seconds)
@@ -416,7 +326,7 @@ def watch(args):
     eval_path = os.path.join(args.log_dir, logdir.EVAL)
     earlier = logdir.read_rows(eval_path)
     last_step = max((int(row["global_step"]) for row in earlier), default=None)
-    best = max((float(row["mean_reward"]) for row in earlier), default=-np.inf)
+    best = evaluation.best_so_far(args.log_dir)
     env = make_env(args, run, args.record)
     writer = tf1.summary.FileWriter(out)
     logger.info("evaluating %d episodes every %d global steps from %s", args.episodes, args.every, train_dir)
@@ -426,42 +336,20 @@ def watch(args):
         if step is not None and (last_step is None or step >= last_step + args.every):
             with tempfile.TemporaryDirectory() as scratch:
                 checkpoint, step = snapshot_checkpoint(tf1, train_dir, None, scratch)
-                summary, episodes = evaluate(args, run, config, env, checkpoint, out, quiet=True)
+                frames = evaluation.frames_dir(args.log_dir, len(logdir.read_rows(eval_path)) + 1)
+                summary, episodes = evaluate(args, run, config, env, checkpoint, frames if args.record else out,
+                                             quiet=True)
                 for episode in episodes:
                     episode.pop("visits")
-                append_evaluation(eval_path, step, summary, os.path.basename(checkpoint))
-                write_eval_summaries(tf1, writer, step, summary)
+                evaluation.record(args.log_dir, step, summary, os.path.basename(checkpoint))
+                evaluation.write_summaries(tf1, writer, step, summary)
                 if summary["mean_reward"] > best:
                     best = summary["mean_reward"]
-                    keep_best(tf1, checkpoint, os.path.join(args.log_dir, logdir.BEST), summary, step)
+                    evaluation.keep_best(tf1, checkpoint, args.log_dir, summary, step)
             logger.info("global step %d: mean reward %.4g over %d episodes (best %.4g)", step,
                         summary["mean_reward"], summary["episodes"], best)
             last_step = step
         time.sleep(args.poll_seconds)
-
-
-def append_evaluation(path, step, summary, checkpoint):
-    is_new = not os.path.exists(path)
-    with open(path, "a", newline="") as handle:
-        writer = csv.writer(handle)
-        if is_new:
-            writer.writerow(EVAL_COLUMNS)
-        writer.writerow([step, f"{time.time():.3f}", summary["episodes"], f"{summary['mean_reward']:.6g}",
-                         f"{summary['min_reward']:.6g}", f"{summary['max_reward']:.6g}",
-                         f"{summary['success_rate']:.4g}" if "success_rate" in summary else "",
-                         f"{summary['mean_distance']:.6g}" if "mean_distance" in summary else "", checkpoint])
-
-
-def write_eval_summaries(tf1, writer, step, summary):
-    values = {"global/eval_reward_mean": summary["mean_reward"], "global/eval_reward_min": summary["min_reward"],
-              "global/eval_reward_max": summary["max_reward"], "global/eval_length": summary["mean_length"]}
-    if "success_rate" in summary:
-        values["global/eval_success_rate"] = summary["success_rate"]
-    if "mean_distance" in summary:
-        values["global/eval_distance"] = summary["mean_distance"]
-    writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(tag=tag, simple_value=value)
-                                          for tag, value in values.items()]), step)
-    writer.flush()
 
 
 if __name__ == "__main__":

@@ -120,6 +120,10 @@ class DQN:
         actions = self.act(session, observations, self.config.eval_epsilon, rng)[0]
         return actions, actions
 
+    def stored_actions(self, actions):
+        """Actions as the environment took them, as the replay keeps them: the same."""
+        return np.asarray(actions)
+
     def after_update(self, session, updates):
         if updates % self.config.target_update_period == 0:
             session.run(self.update_target)

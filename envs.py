@@ -458,7 +458,8 @@ class Corridor(gym.Env):
     test bed for 'learning happens' checks, and a sparse-reward exploration task when made long.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+    RENDER_CELL = 16  # render(): a cell's side in pixels
 
     def __init__(self, length=8, pixels=False, render_mode=None):
         if length < 2:
@@ -493,6 +494,14 @@ class Corridor(gym.Env):
         self.position = int(np.clip(self.position + move, 0, self.length - 1))
         terminated = self.position == self.length - 1
         return self._observation(), float(terminated), terminated, False, {"position": self.position}
+
+    def render(self):
+        """rgb_array: the corridor's cells in a row, grey, the goal green, the agent white."""
+        side = self.RENDER_CELL
+        frame = np.full((side, side * self.length, 3), 64, np.uint8)
+        frame[:, (self.length - 1) * side:] = (0, 160, 0)
+        frame[2:-2, self.position * side + 2:(self.position + 1) * side - 2] = 255
+        return frame
 
 
 CORRIDOR_MAX_STEPS_PER_CELL = 8  # truncation: a random walk often, but not always, reaches the end in time

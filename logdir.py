@@ -8,11 +8,12 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/episodes_<i>.csv   worker i's finished episodes, one row each (acting.EpisodeLogger)
     <log-dir>/visits_<i>.csv     Doom: the player's positions, VISITS_HEADER's columns
     <log-dir>/status_<i>.json    worker i's heartbeat (worker.Heartbeat)
-    <log-dir>/eval.csv, eval/, best/                 demo.py --watch: evaluations, their events, the best checkpoint
+    <log-dir>/eval.csv, eval/, best/                 evaluations (evaluation.py: demo.py --watch, a one-process
+                                                     replay learner): a row each, their events, the best checkpoint
+    <log-dir>/rewards.txt, eval_NNN/                 eval.csv's view "eval step mean" a line each; --eval-frames
     <log-dir>/supervised.json, supervisor.json, stopping   the supervisor's commands, its record, the stop marker
     <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
     <log-dir>/train_episodes/, test_episodes/        the replay learners' episodes, one .npz each (EPISODE_KEYS)
-    <log-dir>/rewards.txt                            the one-process replay learners' evaluations, a line each
     <log-dir>/rewound/                               rows logged past the checkpoint a run resumed from
 """
 import csv
@@ -126,13 +127,7 @@ def write_json_atomically(path, record):
     os.replace(temporary, path)
 
 
-REWARDS_FILE = "rewards.txt"  # one line per evaluation: "{eval:3d} {step:8d} {mean return:.1f}"
-
-
-def append_rewards_line(log_dir, index, step, mean_return):
-    """rewards.txt, as the DQN this project grew from wrote it: evaluation number, step, mean return."""
-    with open(os.path.join(log_dir, REWARDS_FILE), "a") as handle:
-        handle.write(f"{index:3d} {step:8d} {mean_return:.1f}\n")
+REWARDS_FILE = "rewards.txt"  # eval.csv's view, a line per evaluation: "{eval:3d} {step:8d} {mean return:.1f}"
 
 
 def read_rewards(log_dir):

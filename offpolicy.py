@@ -1,22 +1,30 @@
 """What the replay learners (`--algo dqn`, `--algo sac`) share: observations as the replay stores them, acting into
-n-step transitions, a curiosity bonus added to the stored reward, the learn step, and the one-process run.
+n-step transitions, a curiosity bonus added to the stored reward, the learn step, the loop's two halves and the
+one-process run.
 
-    play:   K environments in lockstep (Acting) -> agent.explore -> env.step -> replay.NStepBuffer (+ the bonus)
-            -> replay.PrioritizedReplay
-    learn:  at the replay ratio (updates_due): replay.PrefetchingSampler -> agent.train -> new priorities
-            -> the bonus's predictor on the same batch -> agent.after_update
+    play (Player):    K environments in lockstep (Acting) -> the actions chosen -> env.step -> replay.NStepBuffer
+                      (+ the bonus) -> the transitions
+    learn (Learning): the transitions -> replay.PrioritizedReplay; at the replay ratio (updates_due):
+                      replay.PrefetchingSampler -> agent.train -> new priorities -> the bonus's predictor on the
+                      same batch -> agent.after_update
+
+The two halves are the same code in both placements: an Ape-X actor (apex.Actor) plays with a Player and sends its
+transitions over TensorFlow's queue to the learner (apex.Learner), whose Learning takes them in; the one-process
+run (LocalRun) hands each step's transitions from its Player to its Learning by a direct call.
 
 A learner (dqn.DQN, sac.SAC) gives LocalRun and learn_step: `config`; the variables `global_step` and `updates`;
 `action_shape`, `action_dtype` (how the replay keeps its actions); `initialise(session)` (a new run's targets);
 `explore(session, observations, step, rng)` -> (actions for the environments, actions for the replay);
 `random_actions(count, rng)` and `evaluation_actions(session, observations, rng)` -> the same, of uniformly random
-actions and of the agent's evaluation; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
+actions and of the agent's evaluation; `stored_actions(actions)`: actions as the environment took them, as the
+replay keeps them; `train(session, batch, weights)` -> ({tag: value}, |TD errors|);
 `after_update(session, updates)`; `exploration(step)` -> {tag: value} of its exploration schedule.
 
 `python train.py --algo dqn --num-workers 0 --env-id CartPole-v1` runs it all in one process (`LocalRun`), with a
-progress bar, an evaluation every --eval-every steps appended to <log-dir>/rewards.txt, a checkpoint per
-evaluation, the episodes in episodes_0.csv and train_episodes/ and TensorBoard events in the log directory. The
-replay is not in the checkpoint: a resumed run refills it from train_episodes/ (LocalRun.refill).
+progress bar, an evaluation every --eval-every steps (evaluation.py's: a row of <log-dir>/eval.csv, rewards.txt its
+view, the best checkpoint in best/), a checkpoint per evaluation, the episodes in episodes_0.csv and
+train_episodes/ and TensorBoard events in the log directory. The replay is not in the checkpoint: a resumed run
+refills it from train_episodes/ (LocalRun.refill).
 """
 import logging
 import os
@@ -29,6 +37,7 @@ import tensorflow as tf
 import cluster as roles
 import curiosity
 import envs
+import evaluation
 import logdir
 import model
 import replay
@@ -45,6 +54,7 @@ logger = logging.getLogger("offpolicy")
 
 DEFAULT_EVAL_EVERY = 10_000  # environment steps between the one-process mode's evaluations
 STATS_WINDOW = 100  # episodes in the progress bar's mean return
+EVAL_MAX_STEPS = 100_000  # an evaluation episode's end, where the game's time limit has not come first
 BONUS_RMS_DECAY = 0.99  # relabel_bonus: the running mean square of the bonus remembers about 100 batches
 
 
@@ -95,22 +105,22 @@ class Acting:
     def step(self, actions, bonus=None, stored_actions=None):
         """Every environment steps once with its action of `actions` (ints, or vectors for a continuous space), kept
         in the transitions as `stored_actions` (by default the same); (the transitions completed, as a
-        replay.Transition of arrays, or None; the finished episodes' EpisodeStats). `bonus(observations,
-        next_observations, actions)`: each step's curiosity reward (stored observations in, [K] out), added to the
-        stored reward unless the bonus says `stored = False` (the learner adds it to each replayed batch)."""
+        replay.Transition of arrays, or None; the finished episodes' EpisodeStats). `bonus`: a StepBonus, or None."""
         stored, transitions, finished = self.stored_observations(), [], []
         stored_actions = actions if stored_actions is None else stored_actions
         results = [env.step(env_action(action)) for env, action in zip(self.envs, actions)]
         following = to_stored([result[0] for result in results], self.dtype)
-        # a bonus with episodes (ActingBonus: curiosity.Scaler's) is told where they begin and end, in step order
-        episodic = hasattr(bonus, "episode_begins")
-        for k in np.flatnonzero(self.beginning) if episodic else ():
-            bonus.episode_begins(int(k))
-        bonuses = np.zeros(len(self.envs)) if bonus is None else bonus(stored, following, stored_actions)
-        self.beginning = [terminated or truncated for _, _, terminated, truncated, _ in results]
-        for k in np.flatnonzero(self.beginning) if episodic else ():
-            bonus.episode_ends(int(k))
-        stored_bonuses = bonuses if getattr(bonus, "stored", True) else np.zeros(len(self.envs))
+        ended = [terminated or truncated for _, _, terminated, truncated, _ in results]
+        if bonus is None:
+            bonuses = stored_bonuses = np.zeros(len(self.envs))
+        else:  # told where each environment's episodes begin and end, in step order
+            for k in np.flatnonzero(self.beginning):
+                bonus.episode_begins(int(k))
+            bonuses = bonus(stored, following, stored_actions)
+            for k in np.flatnonzero(ended):
+                bonus.episode_ends(int(k))
+            stored_bonuses = bonuses if bonus.stored else np.zeros(len(self.envs))
+        self.beginning = ended
         for k, (env, (_, reward, terminated, truncated, info)) in enumerate(zip(self.envs, results)):
             tally = self.tallies[k]
             tally.reward += reward
@@ -248,7 +258,28 @@ class Curious:
         return self.config.int_coef * np.asarray(raw, np.float64) / scale
 
 
-class ActingBonus:
+class StepBonus:
+    """What Acting.step asks of a bonus: `bonus(observations, next_observations, actions)` -> [K] each step's
+    curiosity reward (stored observations in); `episode_begins(k)` before the first step of environment k's episode
+    and `episode_ends(k)` after its last; `stored`: the reward goes into the stored transition (else the learner adds
+    it to each replayed batch). This one wraps a function of a step, with no use for episodes."""
+
+    stored = True
+
+    def __init__(self, function=None):
+        self.function = function
+
+    def __call__(self, observations, following, actions):
+        return self.function(observations, following, actions)
+
+    def episode_begins(self, index):
+        pass
+
+    def episode_ends(self, index):
+        pass
+
+
+class ActingBonus(StepBonus):
     """Each step's curiosity rewards for an Acting (Acting.step's `bonus`): the scaler keeps the bonus's state per
     environment (RND's running return); the steps' s_t+1 and that return are merged into the statistics every
     STATISTICS_EVERY steps, in one session.run."""
@@ -317,6 +348,100 @@ def learn_step(agent, memory, session, step, writer, updates, exploration=None, 
         writer.add_summary(summary, step)
 
 
+class Player:
+    """The actor's half of every replay learner's loop, as an Ape-X actor (apex.Actor) and in one process (LocalRun):
+    one step of K environments in lockstep (Acting) with the actions of `choose(observations as stored, step)` ->
+    (actions for the environments, actions for the replay), each step's bonus, the finished episodes handed to
+    `on_episode`."""
+
+    def __init__(self, acting, choose, on_episode, bonus=None, timings=None):
+        self.acting, self.choose, self.on_episode, self.bonus = acting, choose, on_episode, bonus
+        self.timings = timings or Timings()
+
+    def step(self, step):
+        """One step of every environment at global step `step`: (the transitions completed, as a replay.Transition
+        of arrays, or None; the number of environments)."""
+        with self.timings.phase("act"):
+            actions, stored = self.choose(self.acting.stored_observations(), step)
+        with self.timings.phase("env"):
+            transitions, finished = self.acting.step(actions, self.bonus, stored)
+        for stats in finished:
+            self.on_episode(stats)
+        return transitions, len(actions)
+
+
+class Learning:
+    """The learner's half of every replay learner's loop, fed by the cluster's queue (apex.Learner) or by direct
+    calls (LocalRun): transitions into the replay, and the updates the replay ratio owes for them (learn_step).
+    Counts this incarnation's `updates`; the run's count goes on from the checkpoint's (start)."""
+
+    def __init__(self, agent, memory, writer, curious=None, timings=None):
+        self.agent, self.memory, self.writer, self.curious = agent, memory, writer, curious
+        self.sampler = replay.PrefetchingSampler(memory)  # the batches, drawn while the learner trains
+        self.timings = timings or Timings()
+        self.updates = 0  # this incarnation's
+        self.updates_before = 0  # the run's before it: the `updates` variable as restored
+        self.counted_from = 0  # transitions inserted before the replay ratio's count begins
+
+    def start(self, session, counted_from=0):
+        """Count on from the restored `updates`; the replay ratio counts the transitions inserted after the first
+        `counted_from` (a resumed one-process run's refill but learning_starts of it: it trains on at once)."""
+        self.updates_before, self.counted_from = int(session.run(self.agent.updates)), counted_from
+
+    def add(self, transitions, priorities=None, following=None):
+        """Transitions (replay.Transition's first five columns) into the replay, at `priorities` or the largest
+        seen; `following`: their s_t+1, for the curiosity."""
+        self.sampler.add(*transitions[:5], priorities=priorities, following=following)
+
+    def owed(self):
+        return updates_due(self.memory.inserted - self.counted_from, self.updates, self.agent.config)
+
+    def train_due(self, session, step, stop=lambda: False, exploration=None, beat=None):
+        """The updates owed, each at global step `step` (until `stop()`), with the `exploration(step)` figures in
+        the summaries where one schedule explores; `beat()` after each; how many were made."""
+        made = 0
+        while not stop() and self.owed():
+            with self.timings.phase("train"):
+                self.updates += 1
+                learn_step(self.agent, self.sampler, session, step, self.writer, self.updates_before + self.updates,
+                           exploration(step) if exploration else None, self.curious)
+            made += 1
+            if beat is not None:
+                beat()
+        return made
+
+    def close(self):
+        self.sampler.close()
+
+
+class EvaluationAgent:
+    """A one-process run's learner as evaluation.play_episode's agent: its evaluation actions on the observation as
+    the replay stores it; each episode recorded as the replay keeps it (`record`, for test_episodes/)."""
+
+    def __init__(self, agent, session, dtype, rng):
+        self.agent, self.session, self.dtype, self.rng = agent, session, dtype, rng
+        self.record = None
+
+    def reset(self):
+        self.record = None  # begun at the episode's first observation, which act sees first
+
+    def act(self, observation, greedy):
+        stored = to_stored([observation], self.dtype)
+        if self.record is None:
+            self.record = new_record(stored[0])
+        return env_action(self.agent.evaluation_actions(self.session, stored, self.rng)[0][0])
+
+    def on_step(self, observation, action, reward, terminated):
+        stored_action = self.agent.stored_actions(np.asarray([action]))[0]
+        record_step(self.record, to_stored([observation], self.dtype)[0], stored_action, reward, terminated)
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0  # the evaluation's figures are the game's
+
+    def close(self):
+        pass
+
+
 class LocalProgress:
     """What the heartbeat (sessions.Heartbeat, status_local.json) shows of a one-process run: its step, updates,
     the time in each phase and the replay's figures."""
@@ -336,8 +461,11 @@ class LocalRun:
     the replay ratio; evaluations, checkpoints, episode CSV, TensorBoard and a progress bar."""
 
     def __init__(self, log_dir, env_id, config, make_env, head=None, eval_every=DEFAULT_EVAL_EVERY,
-                 eval_episodes=5, progress=True, unsup="none", algo="dqn", prefill_random=0):
+                 eval_episodes=5, progress=True, unsup="none", algo="dqn", prefill_random=0, eval_frames=None):
+        """`make_env(render_mode=None)` builds the run's environment; `eval_frames`: each evaluation's frames kept
+        in eval_NNN/ (evaluation.FRAME_FORMATS), or None."""
         self.log_dir, self.env_id, self.config, self.make_env = log_dir, env_id, config, make_env
+        self.eval_frames, self.eval_path = eval_frames, os.path.join(log_dir, logdir.EVAL)
         self.prefill_random = prefill_random
         self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
         self.eval_every, self.eval_episodes, self.progress = eval_every, eval_episodes, progress
@@ -377,37 +505,32 @@ class LocalRun:
         self.agent.initialise(session)  # the targets copy the online networks, restored or fresh
 
     def evaluate(self, session, interrupt, step):
-        """Mean return of eval_episodes episodes played as the agent evaluates (DQN: at eval_epsilon; SAC: the
-        policy's mean), on an environment of its own, each written into test_episodes/; None when Ctrl-C cut it
-        short. Each episode begins with up to envs.evaluation_random_start random actions (on images), as the
-        cluster's evaluations do."""
-        env = self.make_env()
-        returns = []
+        """An evaluation (evaluation.py's, as demo.py --watch makes a cluster's): eval_episodes episodes played as
+        the agent evaluates (DQN: at eval_epsilon; SAC: the policy's mean) on an environment of its own, each
+        begun with up to envs.evaluation_random_start random actions (on images) and written into test_episodes/,
+        their frames into eval_NNN/ with --eval-frames; its summary (evaluation.summarise), or None when Ctrl-C cut
+        it short."""
+        env = self.make_env("rgb_array" if self.eval_frames else None)
         rng = np.random.default_rng([self.config.seed, step])  # its own: the training's draws stay as they were
+        player = EvaluationAgent(self.agent, session, self.dtype, rng)
         random_start = envs.evaluation_random_start(env.observation_space)
+        frames_dir = evaluation.frames_dir(self.log_dir, len(logdir.read_rows(self.eval_path)) + 1)
+        episodes = []
         try:
-            for episode in range(self.eval_episodes):
-                observation, _ = env.reset(seed=self.config.seed + 10_000 + episode)
-                stored = to_stored([observation], self.dtype)
-                record, total, done = new_record(stored[0]), 0.0, False
-                random_steps = int(rng.integers(random_start + 1))
-                while not done:
-                    if interrupt.requested:
-                        return None
-                    if len(record["action"]) < random_steps:
-                        actions, stored_actions = self.agent.random_actions(1, rng)
-                    else:
-                        actions, stored_actions = self.agent.evaluation_actions(session, stored, rng)
-                    observation, reward, terminated, truncated, info = env.step(env_action(actions[0]))
-                    stored = to_stored([observation], self.dtype)
-                    record_step(record, stored[0], stored_actions[0], reward, terminated)
-                    total += info.get("env_reward", reward)
-                    done = terminated or truncated
-                returns.append(total)
-                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES), episode_arrays(record))
+            for index in range(1, self.eval_episodes + 1):
+                episode, frames, _ = evaluation.play_episode(
+                    env, player, True, rng, EVAL_MAX_STEPS, bool(self.eval_frames), False,
+                    seed=self.config.seed + 10_000 + index - 1, random_start=random_start,
+                    check_interrupt=interrupt.check, on_step=player.on_step)
+                episodes.append(episode)
+                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES), episode_arrays(player.record))
+                if self.eval_frames:
+                    evaluation.write_frames(frames_dir, index, frames, self.eval_frames)
+        except KeyboardInterrupt:
+            return None
         finally:
             env.close()
-        return float(np.mean(returns))
+        return evaluation.summarise(episodes)
 
     def run(self, session, check_checkpoint, pretrain=None):
         """Train to max_global_steps; the mean return of the last evaluation. Ctrl-C writes a checkpoint at the
@@ -416,82 +539,86 @@ class LocalRun:
             return self.play_and_learn(session, check_checkpoint, interrupt, pretrain)
 
     def play_and_learn(self, session, check_checkpoint, interrupt, pretrain=None):
+        """The Ape-X actor's and learner's halves (Player, Learning) over direct calls: each step played goes into
+        the replay, then the updates it owes are made; an evaluation every eval_every steps."""
         from tqdm import tqdm
 
-        config, agent = self.config, self.agent
+        config, agent, count = self.config, self.agent, len(self.envs)
         self.restore_or_initialise(session, check_checkpoint, pretrain)
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
+        evaluation_writer = tf1.summary.FileWriter(os.path.join(self.log_dir, logdir.EVAL_EVENTS))
         step = int(session.run(agent.global_step))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
         episodes.resume_from(step)
         if self.curious is not None:
             self.curious.warm_up(session, self.envs)  # before Acting resets the environments
         loaded = self.refill(step)
-        acting = Acting(self.envs, config, self.dtype, config.seed, self.episodes_dir)
-        bonus = None if self.curious is None else self.curious.acting_bonus(session, len(self.envs))
-        recent, done_updates, last_eval = [], 0, None
-        updates_before = int(session.run(agent.updates))  # the checkpoint's; train ops count on from it
-        evaluations = len(logdir.read_rewards(self.log_dir))
+        bonus = None if self.curious is None else self.curious.acting_bonus(session, count)
+        recent, last_eval = [], None
         next_eval = (step // self.eval_every + 1) * self.eval_every
-        # the replay ratio counts on from the stored episodes, as if they had just been played
-        started, inserted_at_start = time.time(), self.memory.inserted - min(loaded, config.learning_starts)
         prefill = self.prefill_random if step == 0 else 0  # a new run's random episodes
         if prefill:
             logger.info("prefill: the first %d episodes play uniformly random actions", prefill)
-        sampler = replay.PrefetchingSampler(self.memory)
+
+        def choose(observations, at_step):
+            if episodes.episodes < prefill:
+                return agent.random_actions(count, self.rng)
+            return agent.explore(session, observations, at_step, self.rng)
+
+        def on_episode(stats):
+            episodes(stats)
+            recent.append(stats.env_reward)
+            del recent[:-STATS_WINDOW]
+
         # the replay's figures count what this process plays, not a resumed run's refill (the ratio counts on from
         # learning_starts of the refill: an update is due at once, then replay_ratio / batch_size per step played)
         progress = LocalProgress(self.memory, step, self.memory.inserted)
+        acting = Acting(self.envs, config, self.dtype, config.seed, self.episodes_dir)
+        player = Player(acting, choose, on_episode, bonus, progress.timings)
+        learning = Learning(agent, self.memory, writer, self.curious, progress.timings)
+        learning.start(session, counted_from=self.memory.inserted - min(loaded, config.learning_starts))
         heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=roles.LOCAL.job)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
+        started = time.time()
         try:
             while step < config.max_global_steps:
                 if interrupt.requested:  # Ctrl-C: what was learned since the last evaluation is kept
                     self.save(session, step, bonus)
                     raise KeyboardInterrupt
-                with progress.timings.phase("act"):
-                    if episodes.episodes < prefill:
-                        actions, stored_actions = agent.random_actions(len(self.envs), self.rng)
-                    else:
-                        actions, stored_actions = agent.explore(session, acting.stored_observations(), step, self.rng)
-                with progress.timings.phase("env"):
-                    transitions, finished = acting.step(actions, bonus, stored_actions)
-                for stats in finished:
-                    episodes(stats)
-                    recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
+                transitions, played = player.step(step)
                 if transitions:
-                    sampler.add(*transitions[:5], following=transitions.following)
-                step += len(self.envs)
-                for _ in range(updates_due(self.memory.inserted - inserted_at_start, done_updates, config)):
-                    done_updates += 1
-                    with progress.timings.phase("train"):
-                        learn_step(agent, sampler, session, step, writer, updates_before + done_updates,
-                                   agent.exploration(step), self.curious)
-                progress.last_global_step, progress.updates = step, done_updates
-                progress.steps_trained += len(self.envs)
+                    learning.add(transitions, following=transitions.following)
+                step += played
+                learning.train_due(session, step, exploration=agent.exploration)
+                progress.last_global_step, progress.updates = step, learning.updates
+                progress.steps_trained += played
                 heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
-                    score = self.evaluate(session, interrupt, step)
-                    if score is None:
+                    summary = self.evaluate(session, interrupt, step)
+                    if summary is None:
                         continue  # interrupted: the loop's first line saves and stops
-                    evaluations, last_eval = evaluations + 1, score
-                    logdir.append_rewards_line(self.log_dir, evaluations, step, last_eval)
-                    self.save(session, step, bonus)
+                    last_eval = summary["mean_reward"]
+                    checkpoint = self.save(session, step, bonus)
+                    if last_eval > evaluation.best_so_far(self.log_dir):
+                        evaluation.keep_best(tf1, checkpoint, self.log_dir, summary, step)
+                    evaluation.record(self.log_dir, step, summary, os.path.basename(checkpoint))
+                    evaluation.write_summaries(tf1, evaluation_writer, step, summary)
                     next_eval += self.eval_every
-                elapsed = max(time.time() - started, 1e-9)
-                bar.update(len(self.envs))
-                if bar.n % 200 < len(self.envs) or step >= config.max_global_steps:
+                bar.update(played)
+                if bar.n % 200 < played or step >= config.max_global_steps:
                     explored = {tag.split("/")[-1]: f"{value:.3f}" for tag, value in agent.exploration(step).items()}
+                    updates_per_s = learning.updates / max(time.time() - started, 1e-9)
                     bar.set_postfix(episodes=episodes.episodes, mean_return=f"{np.mean(recent):.1f}" if recent else "-",
                                     eval="-" if last_eval is None else f"{last_eval:.1f}", **explored,
-                                    updates_per_s=f"{done_updates / elapsed:.0f}", refresh=False)
+                                    updates_per_s=f"{updates_per_s:.0f}", refresh=False)
         finally:
             heartbeat.beat(progress, episodes.episodes, state="stopped", force=True)
-            sampler.close()
+            learning.close()
             bar.close()
             episodes.close()
             writer.close()
+            evaluation_writer.close()
             acting.close()
         return last_eval
 
@@ -515,15 +642,15 @@ class LocalRun:
         if bonus is not None:
             bonus.flush()  # the steps acted since the bonus's last merge: their statistics go into the checkpoint
         self.agent.global_step.load(step, session)  # counted in Python, not with a session.run per step
-        self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
+        return self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
 
 
 def run_local(args):
     """`train.py --algo dqn|sac --num-workers 0`: the whole run in this process, in the foreground; exit status."""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.algo} %(levelname)s %(message)s")
 
-    def make_env():
-        return runs.make_env(args)
+    def make_env(render_mode=None):
+        return runs.make_env(args, render_mode)
 
     logdir.import_tf()  # graph mode, TensorFlow's settings as the workers have them
     probe = make_env()
@@ -534,7 +661,7 @@ def run_local(args):
     try:
         run = LocalRun(args.log_dir, args.env_id, config, make_env, args.design_head,
                        args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes, unsup=args.unsup, algo=args.algo,
-                       prefill_random=args.prefill_random)
+                       prefill_random=args.prefill_random, eval_frames=args.eval_frames)
     except ValueError as error:  # an impossible head/observation/bonus combination
         raise UsageError(str(error)) from None
     with tf1.Session(config=local_session_config(args.threads)) as session:

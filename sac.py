@@ -260,6 +260,12 @@ class SAC:
     def evaluation_actions(self, session, observations, rng):
         return self.act(session, observations, rng, greedy=True)
 
+    def stored_actions(self, actions):
+        """Actions as the environment took them, as the replay keeps them: in [-1, 1] (scaled_actions undone)."""
+        if self.discrete:
+            return np.asarray(actions)
+        return (2.0 * (np.asarray(actions, np.float32) - self.low) / (self.high - self.low) - 1.0).astype(np.float32)
+
     def after_update(self, session, updates):
         """Nothing: the targets' Polyak step is part of the train op."""
 

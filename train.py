@@ -30,6 +30,7 @@ import time
 
 import constants
 import envs
+import evaluation
 import logdir
 import supervise
 import algorithms
@@ -145,7 +146,8 @@ def check_reachable(cluster, tasks, timeout=REACH_TIMEOUT_SECS):
 
 
 def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0, tensorboard=True, eval_every=None,
-                    eval_episodes=5, python=sys.executable, cluster=None, tasks=None, num_ps=1, **run_flags):
+                    eval_episodes=5, python=sys.executable, cluster=None, tasks=None, num_ps=1, eval_frames=None,
+                    **run_flags):
     """This machine's processes of one run, as argv lists: its parameter servers and workers (`tasks` of
     `cluster`; by default every task of a cluster of `num_ps` parameter servers and `num_workers` workers on
     127.0.0.1), the supervisor, eval (with `eval_every`, where worker 0, the chief, runs), tb (optional) and,
@@ -163,7 +165,7 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
                  for job, index in sorted(tasks, key=lambda task: (JOBS.index(task[0]), task[1]))]
     processes.append(Process("supervisor", [python, os.path.abspath(__file__), SUPERVISE_FLAG, "--log-dir", log_dir]))
     if eval_every and any(is_chief(*task) for task in tasks):  # it reads the checkpoints, which the chief writes
-        processes.append(Process("eval", evaluation_argv(python, log_dir, eval_every, eval_episodes)))
+        processes.append(Process("eval", evaluation_argv(python, log_dir, eval_every, eval_episodes, eval_frames)))
     if tensorboard:
         processes.append(Process("tb", [python, "-m", "tensorboard.main", "--logdir", log_dir,
                                         "--host", "127.0.0.1", "--port", str(tb_port)]))
@@ -174,10 +176,12 @@ def create_commands(session, num_workers, env_id, log_dir, mode="tmux", exp_id=0
     return Plan(session, log_dir, mode, processes, cluster, sorted(tasks), tb_port if tensorboard else None)
 
 
-def evaluation_argv(python, log_dir, eval_every, eval_episodes):
-    """The evaluation process beside a run (--eval-every): demo.py --watch on the checkpoints the chief writes."""
+def evaluation_argv(python, log_dir, eval_every, eval_episodes, eval_frames=None):
+    """The evaluation process beside a run (--eval-every): demo.py --watch on the checkpoints the chief writes,
+    with --eval-frames recording each evaluation's episodes in eval_NNN/."""
+    frames = ["--record", "--video-format", eval_frames] if eval_frames else []
     return [python, DEMO_SCRIPT, "--watch", "--log-dir", log_dir, "--every", str(eval_every), "--episodes",
-            str(eval_episodes), "--greedy", "--random-start", "auto"]
+            str(eval_episodes), "--greedy", "--random-start", "auto", *frames]
 
 
 def cluster_ports(plan):
@@ -325,10 +329,13 @@ def parse_args(argv=None):
         "kept, and the launcher says which")
     add("--help-config", action="store_true", help="list the hyper-parameters with their defaults and exit")
     add("--no-tensorboard", dest="tensorboard", action="store_false", help="do not start TensorBoard")
-    add("--eval-every", type=int, default=None, metavar="STEPS", help="run an evaluation process beside the "
-        "workers: every STEPS global steps it plays --eval-episodes greedy episodes with the latest checkpoint, "
-        "appends to <log-dir>/eval.csv and keeps the best checkpoint in <log-dir>/best")
+    add("--eval-every", type=int, default=None, metavar="STEPS", help="evaluate every STEPS global steps: "
+        "--eval-episodes greedy episodes with the latest checkpoint (an evaluation process beside the workers; a "
+        "replay learner's one-process run in its own loop, every 10000 steps by default), a row each in "
+        "<log-dir>/eval.csv (and rewards.txt, its view); the best checkpoint kept in <log-dir>/best")
     add("--eval-episodes", type=int, default=5, help="episodes per evaluation (with --eval-every)")
+    add("--eval-frames", choices=evaluation.FRAME_FORMATS, default=None, help="with --eval-every: keep each "
+        "evaluation's episodes in <log-dir>/eval_NNN/, a video each (mp4, gif) or their frames as PNG images")
     add("--stop", action="store_true", help="stop the run in --log-dir (what kill.sh does) and exit")
     args = parser.parse_args(argv)
     if args.default:
@@ -668,17 +675,17 @@ def evaluation_beside(args, row):
         yield
         return
     with open(logdir.output(args.log_dir, "eval"), "ab") as out:
-        evaluation = subprocess.Popen(evaluation_argv(sys.executable, args.log_dir, args.eval_every,
-                                                      args.eval_episodes), stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(evaluation_argv(sys.executable, args.log_dir, args.eval_every, args.eval_episodes,
+                                                   args.eval_frames), stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         yield
     finally:
-        evaluation.terminate()
+        process.terminate()
         try:
-            evaluation.wait(timeout=STOP_GRACE_SECS)
+            process.wait(timeout=STOP_GRACE_SECS)
         except subprocess.TimeoutExpired:
-            evaluation.kill()
+            process.kill()
 
 
 def wait_for_children(plan):
@@ -833,7 +840,7 @@ def main(argv=None):
         def plan_for(tasks):
             return create_commands(args.exp_name, args.num_workers, env_id, args.log_dir, args.mode, args.exp_id,
                                    args.tensorboard, args.eval_every, args.eval_episodes, cluster=cluster,
-                                   tasks=tasks, num_ps=args.num_ps, **run_flags)
+                                   tasks=tasks, num_ps=args.num_ps, eval_frames=args.eval_frames, **run_flags)
 
         if args.dry_run:
             print(dry_run_text(plan_for, cluster, network), end="")

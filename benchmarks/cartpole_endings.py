@@ -20,6 +20,7 @@ sys.path.insert(0, ROOT)
 import constants  # noqa: E402
 import demo  # noqa: E402
 import envs  # noqa: E402
+import evaluation  # noqa: E402
 import logdir  # noqa: E402
 
 TRACK_LIMIT = 2.4  # gymnasium's CartPole: x_threshold
@@ -59,7 +60,7 @@ def main(argv=None):
         agent = demo.make_agent(argparse.Namespace(epsilon=0.0, seed=0), env, run, config, checkpoint)
         print(f"{run['env_id']}: greedy policy, checkpoint at global step {step}")
         for index in range(args.episodes):
-            episode, _, _ = demo.play_episode(env, agent, True, rng, max_steps, False, False, seed=FIRST_SEED + index)
+            episode, _, _ = evaluation.play_episode(env, agent, True, rng, max_steps, False, False, seed=FIRST_SEED + index)
             length, state = episode["length"], env.unwrapped.state  # the state the episode ended in
             why = ending(state, length, max_steps)
             counts[why] = counts.get(why, 0) + 1

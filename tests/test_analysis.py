@@ -19,6 +19,8 @@ from conftest import ROOT
 from test_distributed import free_exp_id, launch
 
 import demo as playback
+import evaluation
+import logdir
 import plots
 import status
 
@@ -168,7 +170,7 @@ def test_random_starts_make_greedy_episodes_of_a_deterministic_game_differ():
     game, agent = FixedStartGame(), AlwaysZero()
 
     def play(random_start, rng):
-        episode, _, _ = playback.play_episode(game, agent, True, rng, 100, False, False, random_start=random_start)
+        episode, _, _ = evaluation.play_episode(game, agent, True, rng, 100, False, False, random_start=random_start)
         assert agent.frames == 6, "the policy sees every frame, the random ones too (its LSTM state follows them)"
         first = episode["random_steps"]
         assert 0 <= first <= random_start and game.actions[first:] == [0] * (6 - first)
@@ -176,10 +178,10 @@ def test_random_starts_make_greedy_episodes_of_a_deterministic_game_differ():
 
     rng = np.random.default_rng(0)
     replayed = [play(0, rng) for _ in range(5)]
-    assert playback.summarise(replayed)["distinct_episodes"] == 1, "one trajectory, five times"
+    assert evaluation.summarise(replayed)["distinct_episodes"] == 1, "one trajectory, five times"
     varied = [play(4, rng) for _ in range(20)]
     assert {episode["random_steps"] for episode in varied} == {0, 1, 2, 3, 4}
-    assert playback.summarise(varied)["distinct_episodes"] > 5
+    assert evaluation.summarise(varied)["distinct_episodes"] > 5
 
 
 @pytest.mark.parametrize("env_id, expected", [("CorridorPixels-v0", 30), ("CartPole-v1", 0)])
@@ -213,6 +215,9 @@ def test_evaluation_rows_appear_while_training_and_the_best_checkpoint_is_kept(c
     assert rows, "the evaluation process evaluated at least one checkpoint while the run trained"
     steps = [int(row["global_step"]) for row in rows]
     assert steps == sorted(steps) and all(later - earlier >= 1000 for earlier, later in zip(steps, steps[1:]))
+    # rewards.txt: eval.csv's view, a line per row, as a one-process replay learner's (evaluation.py writes both)
+    view = [(step, float(f"{float(row['mean_reward']):.1f}")) for step, row in zip(steps, rows)]
+    assert logdir.read_rewards(str(cartpole_run)) == view
     best = json.loads((cartpole_run / "best" / "best.json").read_text())
     assert best["mean_reward"] == max(float(row["mean_reward"]) for row in rows)
     restored = tf1.train.NewCheckpointReader(tf1.train.latest_checkpoint(str(cartpole_run / "best")))

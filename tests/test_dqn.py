@@ -218,13 +218,30 @@ def heartbeat_state(log_dir):
 
 def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp_path):
     log_dir = tmp_path / "run"
-    first = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--threads", "1", "--set", "max_global_steps=2000")
+    first = train_py(*CORRIDOR, "--log-dir", str(log_dir), "--threads", "1", "--set", "max_global_steps=2000",
+                     "--eval-frames", "png")
     assert first.returncode == 0, first.stderr[-3000:]
     lines = (log_dir / "rewards.txt").read_text().splitlines()
     assert [line.split()[:2] for line in lines] == [["1", "500"], ["2", "1000"], ["3", "1500"], ["4", "2000"]]
     assert all(re.fullmatch(r"\s*\d+\s+\d+ -?\d+\.\d", line) for line in lines), lines
     # greedy, the corridor's 7 steps to the right pay 1 in each of the two evaluation episodes
     assert lines[-1].split()[2] == "1.0", lines
+    # the one evaluation log, as demo.py --watch writes a cluster's: eval.csv, rewards.txt its view, the best kept
+    rows = logdir.read_rows(str(log_dir / "eval.csv"))
+    assert [f"{index:3d} {int(row['global_step']):8d} {float(row['mean_reward']):.1f}" for index, row in
+            enumerate(rows, 1)] == lines and {row["episodes"] for row in rows} == {"2"}
+    best = json.load(open(log_dir / "best" / "best.json"))
+    assert best["mean_reward"] == 1.0 and best["global_step"] == min(
+        int(row["global_step"]) for row in rows if float(row["mean_reward"]) == 1.0)
+    # --eval-frames png: each evaluation's episodes, a frame per step and the reset's, in eval_NNN/episode_K/, as
+    # many as the steps of the episodes written into test_episodes/
+    assert sorted(name for name in os.listdir(log_dir) if name.startswith("eval_")) == [
+        "eval_001", "eval_002", "eval_003", "eval_004"]
+    frames = [sorted(os.listdir(log_dir / f"eval_00{index}" / f"episode_{episode}")) for index in (1, 2, 3, 4)
+              for episode in (1, 2)]
+    assert all(names[0] == "frame_00000.png" and names[-1] == f"frame_{len(names) - 1:05d}.png" for names in frames)
+    stored = logdir.read_episodes(str(log_dir / "test_episodes"))
+    assert sorted(map(len, frames)) == sorted(len(episode["reward"]) for episode in stored) and len(stored) == 8
     config = json.load(open(log_dir / "config.json"))
     assert config["run"]["algo"] == "dqn" and config["preset"] == "dqn_classic"
     episodes = len(read_lines(log_dir / "episodes_0.csv"))
@@ -235,7 +252,7 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert beat["updates"] == (beat["inserted"] - 200) * 16 // 64 + 1 and beat["replay_size"] > 1900, beat
     text = status.render(status.collect(str(log_dir)))
     assert re.search(r"\nlocal +stopped +2,000 ", text) and "\nreplay " in text, text
-    assert re.search(r"\nevaluation at step 2,000: mean reward 1   best 1 at step [\d,]+$", text), text
+    assert re.search(r"\nevaluation at step 2,000: mean reward 1   best 1 at step [\d,]+ \(kept in best/\)$", text), text
 
     # as if the run had gone on past its checkpoint at 2,000 before it was killed: the resume sets those episodes aside
     with open(log_dir / "episodes_0.csv", "a") as handle:
@@ -370,14 +387,44 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
 
     with open(log_dir / "episodes_1.csv", "a") as handle:  # as if a-1 had played past the learner's checkpoint
         handle.write(f"{10**9},1795000000.000,1,0,7,0.1,0,0,0,,,,\n")
-    more = train_py(*apex, "--set", "max_global_steps=4000")
-    assert more.returncode == 0, more.stdout + more.stderr
-    assert "resuming from" in (log_dir / "learner.out").read_text()
+    # a larger budget resumes; the learner killed alone once the actors feed it, the supervisor starts it and the
+    # actors (whose sessions held its variables) again, and they reconnect to it and play the run to its end
+    with open(tmp_path / "more.log", "w") as output:
+        more = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *apex, "--set",
+                                 "max_global_steps=8000"], stdout=output, stderr=subprocess.STDOUT)
+    try:
+        def beat(name):
+            return logdir.read_json(str(log_dir / f"status_{name}.json")) or {}
+
+        def fed():  # the resumed learner, past its checkpoint on both resumed actors' transitions
+            beats = {name: beat(name) for name in ("learner", 0, 1)}
+            return (all(beats[name].get("pid") not in (None, before[name]) for name in beats) and
+                    beats["learner"].get("state") == "training" and beats["learner"].get("global_step", 0) > 3200
+                    and all(beats[actor].get("steps_trained") for actor in (0, 1)))
+
+        before = {name: beat(name).get("pid") for name in ("learner", 0, 1)}  # the first launch's processes
+        deadline = time.time() + 120
+        while not fed():
+            assert more.poll() is None and time.time() < deadline, (tmp_path / "more.log").read_text()[-3000:]
+            time.sleep(0.1)
+        killed = beat("learner")["pid"], beat(0)["pid"], beat(1)["pid"]
+        os.kill(killed[0], signal.SIGKILL)
+        more.wait(timeout=240)
+    finally:
+        more.kill()
+    assert more.returncode == 0, (tmp_path / "more.log").read_text()[-3000:]
+    record = logdir.read_json(str(log_dir / logdir.SUPERVISOR))["processes"]
+    assert record["learner"]["restarts"] == 1 and all(  # the actors at once, by the learner's rule
+        record[actor]["restarts"] >= 1 and record[actor]["last_reason"] == "restarted with learner"
+        for actor in ("a-0", "a-1")), record
+    assert (beat("learner")["pid"], beat(0)["pid"], beat(1)["pid"]) != killed and all(
+        pid not in killed for pid in (beat("learner")["pid"], beat(0)["pid"], beat(1)["pid"]))
+    assert (log_dir / "learner.out").read_text().count("resuming from") >= 2
+    assert beat("learner")["global_step"] >= 8000 and beat(0)["steps_trained"] > 0 and beat(1)["steps_trained"] > 0
     moved = logdir.read_rows(str(log_dir / "rewound" / "episodes_1.csv"))
-    assert [row["global_step"] for row in moved] == [str(10**9)]
-    assert not (log_dir / "rewound" / "episodes_0.csv").exists(), "a-0 played nothing past it"
+    assert str(10**9) in [row["global_step"] for row in moved]
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
-    assert int(latest.rsplit("-", 1)[1]) >= 4000 and tf.train.load_variable(latest, "updates") > updates
+    assert int(latest.rsplit("-", 1)[1]) >= 8000 and tf.train.load_variable(latest, "updates") > updates
 
 
 def test_the_curiosity_reward_is_added_to_the_stored_reward_and_counted_apart():
@@ -392,7 +439,7 @@ def test_the_curiosity_reward_is_added_to_the_stored_reward_and_counted_apart():
         seen.append((observations.copy(), following.copy(), list(actions)))
         return np.array([0.25])
 
-    transitions, _ = acting.step([1], bonus)  # one step right: reward 0, the bonus 0.25
+    transitions, _ = acting.step([1], offpolicy.StepBonus(bonus))  # one step right: reward 0, the bonus 0.25
     observations, following, actions = seen[0]
     assert actions == [1] and not np.array_equal(observations, following)
     assert transitions.n_step_return[0] == pytest.approx(0.25) and transitions.discount[0] == pytest.approx(0.5)

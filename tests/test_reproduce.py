@@ -875,8 +875,7 @@ def test_replay_comparison_reports_the_return_by_each_quarter_of_the_steps_by_ha
 
     out = tmp_path / "pong"
     write_episodes(out / "prioritized-seed0", [index - 21 for index in range(1, 11)], workers=1)  # -20 .. -11
-    for index, step in enumerate((50_000, 100_000), 1):
-        logdir.append_rewards_line(str(out / "prioritized-seed0"), index, step, -15.0 + index)
+    (out / "prioritized-seed0" / logdir.REWARDS_FILE).write_text("  1    50000 -14.0\n  2   100000 -13.0\n")
     write_episodes(out / "uniform-seed0", [-21] * 5, workers=1)  # still running: at 50,000 steps
     assert replay_learning.main(["--out", str(out), "--steps", "100000", "--window", "2", "--report-only"]) == 0
     results = json.load(open(out / "replay_learning.json"))["results"]

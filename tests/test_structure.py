@@ -139,3 +139,18 @@ def test_compared_names_sees_equality_and_membership(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("if args.algo == 'dqn' or algo in ('sac', 'x'):\n    pass\n")
     assert compared_names(str(path), {"dqn", "sac"}) == [("dqn", 1), ("sac", 1)]
+
+
+def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
+    """A learner's presets are in its row (constants.PRESETS gathers them): its `--preset auto` choices name its own,
+    and every preset's values are hyper-parameters that parse."""
+    gathered = {}
+    for row in algorithms.ALGORITHMS.values():
+        assert set(row.presets.values()) <= set(row.hyperparameters), row.name
+        gathered.update(row.hyperparameters)
+        for name in row.hyperparameters:
+            constants.config_from_overrides([], name)
+    assert constants.PRESETS == gathered and len(gathered) == sum(
+        len(row.hyperparameters) for row in algorithms.ALGORITHMS.values())
+    assert constants.resolve_preset("auto", "vector", "gymnasium", "none", "sac") == "sac_classic"
+    assert constants.resolve_preset("auto", "vector", "gymnasium", "icm", "dqn") == "dqn_classic_curiosity"
