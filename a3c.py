@@ -539,7 +539,7 @@ def train_worker(args, place):
     try:
         train(supervisor, saver, trainer, chief, stop_flag, placement, summary_writer, episode_logger, heartbeat)
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError) as error:
-        raise sessions.ClusterError(f"lost the parameter server at {getattr(args, 'ps_hosts', None)} "
+        raise roles.ClusterError(f"lost the parameter server at {getattr(args, 'ps_hosts', None)} "
                                     f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     except sessions.NonFiniteError as error:  # the run cannot go on by itself: the supervisor stops it with this line
         raise UsageError(str(error)) from None

@@ -369,7 +369,7 @@ def run_task(args):
                 episodes = episode_logger.episodes
             heartbeat.beat(trainer, episodes, state="stopped", force=True)
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
-        raise sessions.ClusterError(f"lost the learner at {args.learner_hosts} "
+        raise roles.ClusterError(f"lost the learner at {args.learner_hosts} "
                                     f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     finally:
         summary_writer.close()

@@ -60,6 +60,10 @@ class LaunchError(Exception):
     """Something the user can fix before anything starts; printed as one line."""
 
 
+class ClusterError(Exception):
+    """The task holding the variables went away or stopped answering; reported as one line, exit status 1."""
+
+
 def local(first_port, num_workers, num_ps=1, algo=algorithms.DEFAULT):
     """The cluster of a run of `algo` on this machine alone, on 127.0.0.1 from `first_port` on: the serving tasks
     (`num_ps` parameter servers, or the one learner), then `num_workers` playing ones (workers, actors)."""

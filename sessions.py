@@ -328,10 +328,6 @@ def pretrain_init(tf1, source, variables, include=None, exclude=None):
 # ---------------------------------------------------------------- a task's session
 
 
-class ClusterError(Exception):
-    """The task holding the variables went away or stopped answering; reported as one line, exit status 1."""
-
-
 class SizeBalanced:
     """replica_device_setter's ps_strategy: each variable goes to the parameter server that holds the fewest bytes
     so far. TensorFlow's default deals variables out in turn, whatever their size (its greedy byte balancer was in

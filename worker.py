@@ -26,7 +26,6 @@ import runs  # noqa: E402
 import supervise  # noqa: E402
 from constants import UsageError  # noqa: E402
 from logdir import import_tf  # noqa: E402
-from sessions import ClusterError  # noqa: E402
 
 logger = logging.getLogger("worker")
 
@@ -111,7 +110,7 @@ def main(argv=None):
     except (UsageError, logdir.UnreadableCheckpoint, constants.ConfigError, envs.EnvError) as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
-    except ClusterError as error:
+    except roles.ClusterError as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 1
     except Exception as error:  # noqa: BLE001 -- only a failed write into the log directory becomes a line

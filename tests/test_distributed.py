@@ -396,40 +396,49 @@ cp -r "$DISK/run" "$OUT/run"
 """
 
 
-@pytest.mark.parametrize("fault", ["full", "read-only"])
-def test_a_full_or_read_only_disk_stops_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path, fault):
+def test_a_full_or_read_only_disk_stops_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path):
     """The log directory's filesystem fills up, or turns read-only, under a running run (a filesystem of its own
     in a user and mount namespace): the run stops with one line, leaves no process, and the checkpoint it names
-    restores; the relaunch is refused in one line until there is room."""
+    restores; the relaunch is refused in one line until there is room. The two faults at once, each its own run."""
     if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
         skip_for_machine("no user and mount namespaces here to give the run a filesystem of its own")
-    disk, out = tmp_path / "disk", tmp_path / "out"
-    disk.mkdir()
-    out.mkdir()
-    env = dict(os.environ, DISK=str(disk), OUT=str(out), FAULT=fault, PY=sys.executable,
-               TRAIN=os.path.join(ROOT, "train.py"), EXP=str(free_exp_id(1, 300)))
+    faults, started = ("full", "read-only"), []
+    for index, fault in enumerate(faults):
+        disk, out = tmp_path / fault / "disk", tmp_path / fault / "out"
+        disk.mkdir(parents=True)
+        out.mkdir()
+        env = dict(os.environ, DISK=str(disk), OUT=str(out), FAULT=fault, PY=sys.executable,
+                   TRAIN=os.path.join(ROOT, "train.py"), EXP=str(free_exp_id(1, 300 + 10 * index)))
+        started.append(subprocess.Popen(["unshare", "-rm", "sh", "-c", DISK_FAULT_SCRIPT], env=env))
     try:
-        subprocess.run(["unshare", "-rm", "sh", "-c", DISK_FAULT_SCRIPT], env=env, timeout=280, check=True)
+        for process in started:
+            assert process.wait(timeout=280) == 0
     finally:
-        leftover = train.run_processes(str(disk / "run"))
+        for process in started:
+            process.kill()
+        leftover = {pid for fault in faults for pid in train.run_processes(str(tmp_path / fault / "disk" / "run"))}
         for pid in leftover:
             os.kill(pid, signal.SIGKILL)
-    assert leftover == {}, "processes of the run left behind"
-    output = (out / "launcher.txt").read_text()
-    assert (out / "launcher.rc").read_text().strip() == "1", output
-    assert "Traceback" not in output
-    # Full: the saver may delete an old checkpoint after the filler took the last block, so the line names what
-    # was free when the supervisor looked (0.0 MB or the size of that checkpoint), always less than it needs.
-    reason = {"full": r"filesystem has \d+\.\d MB free, less than the \d+\.\d MB that \d+ more checkpoints need",
-              "read-only": "is on a filesystem that is read-only now"}[fault]
-    last = output.strip().splitlines()[-1]
-    assert last.startswith("run over: ") and re.search(reason, last), last
-    assert "the run is stopped; the last checkpoint" in last, last
-    named = last.split("the last checkpoint, ")[1].split(",")[0]
-    reader = tf1.train.load_checkpoint(str(out / "run" / "train" / named))
-    assert "global/global_step" in reader.get_variable_to_shape_map() and reader.get_tensor("global/global_step") > 0
-    assert episodes(out / "run", 0), "the episode CSV is kept and parses"
-    relaunch = (out / "relaunch.txt").read_text().strip()
-    assert (out / "relaunch.rc").read_text().strip() == "2" and len(relaunch.splitlines()) == 1, relaunch
-    assert {"full": "free some space or choose another --log-dir",
-            "read-only": "Read-only file system"}[fault] in relaunch
+    assert leftover == set(), "processes of the runs left behind"
+    for fault in faults:
+        out = tmp_path / fault / "out"
+        output = (out / "launcher.txt").read_text()
+        assert (out / "launcher.rc").read_text().strip() == "1", output
+        assert "Traceback" not in output
+        # Full: the saver may delete an old checkpoint after the filler took the last block, so the line names
+        # what was free when the supervisor looked (0.0 MB or the size of that checkpoint), always less than it
+        # needs.
+        reason = {"full": r"filesystem has \d+\.\d MB free, less than the \d+\.\d MB that \d+ more checkpoints need",
+                  "read-only": "is on a filesystem that is read-only now"}[fault]
+        last = output.strip().splitlines()[-1]
+        assert last.startswith("run over: ") and re.search(reason, last), last
+        assert "the run is stopped; the last checkpoint" in last, last
+        named = last.split("the last checkpoint, ")[1].split(",")[0]
+        reader = tf1.train.load_checkpoint(str(out / "run" / "train" / named))
+        assert "global/global_step" in reader.get_variable_to_shape_map()
+        assert reader.get_tensor("global/global_step") > 0
+        assert episodes(out / "run", 0), "the episode CSV is kept and parses"
+        relaunch = (out / "relaunch.txt").read_text().strip()
+        assert (out / "relaunch.rc").read_text().strip() == "2" and len(relaunch.splitlines()) == 1, relaunch
+        assert {"full": "free some space or choose another --log-dir",
+                "read-only": "Read-only file system"}[fault] in relaunch

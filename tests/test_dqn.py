@@ -621,21 +621,35 @@ def read_lines(path):
 APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
 
 
-@pytest.mark.parametrize("env_id, random_start", [("CorridorPixels-v0", True), ("Corridor-v0", False)])
-def test_one_process_evaluations_on_images_begin_with_random_actions(tmp_path, env_id, random_start):
+def train_py_side_by_side(*argvs):
+    """train.py with each of `argvs`, all at once (each spends seconds importing TensorFlow): their results."""
+    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for argv in argvs]
+    try:
+        outputs = [process.communicate(timeout=300) for process in started]
+        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
+                for process, output in zip(started, outputs)]
+    finally:
+        for process in started:
+            process.kill()
+
+
+def test_one_process_evaluations_on_images_begin_with_random_actions(tmp_path):
     """The corridor starts where it started, and greedy walks it the same way each time: on images (as Atari's,
     Mario's and Doom's fixed starts) each evaluation episode begins with 0 to 30 random actions, so that its
     episodes are not one episode counted several times; on vectors (classic control starts at random) none."""
     import logdir
 
-    log_dir = tmp_path / "run"
-    run = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", env_id, "--log-dir", str(log_dir),
-                   "--eval-every", "100", "--eval-episodes", "4", "--set", "learning_starts=32", "--set",
-                   "batch_size=32", "--set", "max_global_steps=100", "--set", "eval_epsilon=0")
-    assert run.returncode == 0, run.stderr[-3000:]
-    episodes = logdir.read_episodes(str(log_dir / "test_episodes"))
-    actions = {tuple(episode["action"]) for episode in episodes}
-    assert len(episodes) == 4 and (len(actions) > 1) == random_start, actions
+    cases = {"CorridorPixels-v0": True, "Corridor-v0": False}
+    runs = train_py_side_by_side(*[("--algo", "dqn", "--num-workers", "0", "--env-id", env_id, "--log-dir",
+                                    str(tmp_path / env_id), "--eval-every", "100", "--eval-episodes", "4", "--set",
+                                    "learning_starts=32", "--set", "batch_size=32", "--set", "max_global_steps=100",
+                                    "--set", "eval_epsilon=0") for env_id in cases])
+    for (env_id, random_start), run in zip(cases.items(), runs):
+        assert run.returncode == 0, run.stderr[-3000:]
+        episodes = logdir.read_episodes(str(tmp_path / env_id / "test_episodes"))
+        actions = {tuple(episode["action"]) for episode in episodes}
+        assert len(episodes) == 4 and (len(actions) > 1) == random_start, (env_id, actions)
 
 
 def test_a_one_process_run_takes_the_tensorflow_threads_it_is_given():
@@ -647,15 +661,14 @@ def test_a_one_process_run_takes_the_tensorflow_threads_it_is_given():
     assert (default.intra_op_parallelism_threads, default.inter_op_parallelism_threads) == (0, 0)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--design-head", "nature"], "--designHead nature needs image observations; this environment gives vectors"),
-    (["--unsup", "state"], "--unsup state predicts images with the universe head: it needs image observations"),
-])
-def test_an_impossible_network_in_one_process_is_one_line(flags, message, tmp_path):
-    result = train_py("--algo", "dqn", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir",
-                      str(tmp_path / "run"), *flags)
-    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith("train.py: error: "), result.stderr
+def test_an_impossible_network_in_one_process_is_one_line(tmp_path):
+    cases = {("--design-head", "nature"): "--designHead nature needs image observations; this environment gives vectors",
+             ("--unsup", "state"): "--unsup state predicts images with the universe head: it needs image observations"}
+    results = train_py_side_by_side(*[("--algo", "dqn", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir",
+                                       str(tmp_path / flags[1]), *flags) for flags in cases])
+    for message, result in zip(cases.values(), results):
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.strip().splitlines()[-1].startswith("train.py: error: "), result.stderr
 
 
 @pytest.mark.parametrize("algo, flags, spec, message", [

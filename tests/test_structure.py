@@ -87,10 +87,12 @@ def test_the_algorithms_table_imports_nothing_of_the_project_and_the_launcher_no
     assert graph()["algorithms"] == set()
     names = modules()
 
+    edges = graph()
+
     def reaches(start):
         seen, frontier = set(), [start]
         while frontier:
-            for after in graph()[frontier.pop()]:
+            for after in edges[frontier.pop()]:
                 if after not in seen:
                     seen.add(after)
                     frontier.append(after)

@@ -289,24 +289,28 @@ print("stop flag set" if flag.stop else "no stop", flush=True)
 """
 
 
-@pytest.mark.parametrize("training", [False, True])
-def test_a_worker_signalled_before_training_leaves_at_once_and_one_training_stops_after_its_update(training):
+def test_a_worker_signalled_before_training_leaves_at_once_and_one_training_stops_after_its_update():
     # Before its session is up a worker has nothing to save: it used to wait FORCE_EXIT_SECS (a worker waiting for
-    # a chief that had failed held every stop up by 20 s).
-    process = subprocess.Popen(python(STOP_FLAG.format(training=training)), cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    # a chief that had failed held every stop up by 20 s). The two at once: each spends seconds importing TensorFlow.
+    processes = {training: subprocess.Popen(python(STOP_FLAG.format(training=training)), cwd=ROOT,
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for training in (False, True)}
+    outputs = {}
     try:
-        lines = iter(process.stdout.readline, "")  # TensorFlow may say something first; "ready" within 50 lines
-        assert any(line.strip() == "ready" for line, _ in zip(lines, range(50)))
-        process.send_signal(signal.SIGTERM)
-        output = process.communicate(timeout=10)[0]
+        for training, process in processes.items():
+            lines = iter(process.stdout.readline, "")  # TensorFlow may say something first; "ready" within 50 lines
+            assert any(line.strip() == "ready" for line, _ in zip(lines, range(50)))
+            process.send_signal(signal.SIGTERM)
+        for training, process in processes.items():
+            outputs[training] = process.communicate(timeout=10)[0]
     finally:
-        process.kill()
-    if training:
-        assert process.returncode == 0 and "stopping after this update" in output and "stop flag set" in output
-    else:
-        assert process.returncode == 128 + signal.SIGTERM, output
-        assert "nothing to save, leaving now" in output and "stop flag" not in output
+        for process in processes.values():
+            process.kill()
+    stopped, waiting = processes[True], processes[False]
+    assert stopped.returncode == 0 and "stopping after this update" in outputs[True], outputs[True]
+    assert "stop flag set" in outputs[True]
+    assert waiting.returncode == 128 + signal.SIGTERM, outputs[False]
+    assert "nothing to save, leaving now" in outputs[False] and "stop flag" not in outputs[False]
 
 
 def test_a_second_ctrl_c_does_not_cut_the_stopping_short(tmp_path):
