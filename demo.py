@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -47,6 +48,7 @@ logger = logging.getLogger("demo")
 
 PLAYBACK_FPS = {"doom": 35 / envs.DOOM_ACTION_REPEAT, "mario": 60 / envs.MARIO_ACTION_REPEAT, "atari": 15}
 SIGNAL_UPSCALE = 4  # the 42x42 inputs are drawn 4 times larger in the signal video
+FINISH_POLL_SECS = 0.25  # --watch sleeps in slices this long, to hear the end of the run soon
 SNAPSHOT_TRIES = 5  # the chief may delete the oldest checkpoint while we copy it: then take the newest again
 NO_CHECKPOINT = ("no checkpoint in {} yet: the chief saves every 30 s after it starts; wait, or pass --random for "
                  "the random baseline")
@@ -313,12 +315,17 @@ def main(argv=None):
 
 
 def watch(args):
-    """Evaluate each new checkpoint at least args.every global steps after the last evaluated one, until
-    stopped: a row in eval.csv (and rewards.txt, its view), global/eval_* summaries in <log-dir>/eval, the best
+    """Evaluate each new checkpoint at least args.every global steps after the last evaluated one until stopped,
+    or until told that the run is over (evaluation.FINISH_SIGNAL): then its last checkpoint, and leave. A row in
+    eval.csv (and rewards.txt, its view), global/eval_* summaries in <log-dir>/eval, the best
     checkpoint kept; with --record each evaluation's videos (or frames) in <log-dir>/eval_NNN."""
+    finishing = []  # the launcher's word that the run is over (evaluation.FINISH_SIGNAL)
+    signal.signal(evaluation.FINISH_SIGNAL, lambda *_: finishing.append(True))
     tf1 = import_tf()
-    while constants.read_run_config(args.log_dir) is None:  # started with the workers, before they write it
-        time.sleep(args.poll_seconds)
+    while constants.read_run_config(args.log_dir) is None:  # started before the workers write it
+        if finishing:
+            return  # over before it began: nothing to evaluate
+        time.sleep(FINISH_POLL_SECS)
     run, config = run_settings(args.log_dir)
     train_dir = logdir.checkpoints_dir(args.log_dir)
     out = args.out or os.path.join(args.log_dir, logdir.EVAL_EVENTS)
@@ -331,9 +338,10 @@ def watch(args):
     writer = tf1.summary.FileWriter(out)
     logger.info("evaluating %d episodes every %d global steps from %s", args.episodes, args.every, train_dir)
     while True:
+        final = bool(finishing)  # before the checkpoint is looked for: the one found then is the run's last
         latest = tf1.train.latest_checkpoint(train_dir)
         step = int(latest.rsplit("-", 1)[-1]) if latest else None
-        if step is not None and (last_step is None or step >= last_step + args.every):
+        if evaluation.due(step, last_step, args.every, final):
             with tempfile.TemporaryDirectory() as scratch:
                 checkpoint, step = snapshot_checkpoint(tf1, train_dir, None, scratch)
                 frames = evaluation.frames_dir(args.log_dir, len(logdir.read_rows(eval_path)) + 1)
@@ -349,7 +357,13 @@ def watch(args):
             logger.info("global step %d: mean reward %.4g over %d episodes (best %.4g)", step,
                         summary["mean_reward"], summary["episodes"], best)
             last_step = step
-        time.sleep(args.poll_seconds)
+        if final:
+            logger.info("the run is over; its last checkpoint%s is evaluated: done",
+                        "" if last_step is None else f" (global step {last_step})")
+            return
+        deadline = time.time() + args.poll_seconds
+        while time.time() < deadline and not finishing:
+            time.sleep(min(FINISH_POLL_SECS, args.poll_seconds))
 
 
 if __name__ == "__main__":

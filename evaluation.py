@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import time
 
 import numpy as np
@@ -29,6 +30,8 @@ EVAL_COLUMNS = ["global_step", "wall_time", "episodes", "mean_reward", "min_rewa
                 "mean_distance", "checkpoint"]
 FRAME_FORMATS = ("png", "mp4", "gif")  # --eval-frames: an image per frame, or a video per episode
 FRAMES_FPS = 30  # the evaluation videos' frame rate
+FINISH_SIGNAL = signal.SIGUSR1  # to the evaluation process (demo.py --watch): the run is over, evaluate its last
+# checkpoint and leave
 
 
 def random_action(space, rng):
@@ -130,6 +133,17 @@ def write_rewards_view(log_dir):
         handle.writelines(lines)
     os.replace(path + ".tmp", path)
     return len(lines)
+
+
+def due(step, last_step, every, final=False):
+    """Whether the checkpoint at `step` is to be evaluated, the last evaluated one at `last_step` (None before the
+    first): `every` steps after it; once the run is over (`final`), the last checkpoint if it is not evaluated yet,
+    whatever its distance."""
+    if step is None:
+        return False
+    if last_step is None:
+        return True
+    return step >= last_step + every or (final and step > last_step)
 
 
 def frames_dir(log_dir, index):

@@ -51,6 +51,7 @@ REACH_TIMEOUT_SECS = 5.0  # train.py --cluster waits this long for each other ma
 MAX_EXP_ID = 500  # keeps every port below 65536
 DEFAULT_NUM_WORKERS = os.cpu_count() or 1  # one worker per core: workers are CPU-bound, the PS is nearly idle
 STOP_GRACE_SECS = 30  # kill.sh waits this long for workers to save and exit before the PS goes
+FINAL_EVALUATION_SECS = 300  # a run over by itself waits this long for the evaluation of its last checkpoint
 MODES = ("tmux", "nohup", "child")
 NETWORKS = ("isolated", "host")
 HOLDER_FLAG = "--hold-network"  # train.py's own hidden mode: the process that keeps a run's network namespace
@@ -631,10 +632,31 @@ def run_supervisor(log_dir):
         if reason == "interrupted":
             print(f"stopping the run: the workers save their final checkpoints (up to {STOP_GRACE_SECS} s); "
                   "a second Ctrl-C is ignored", flush=True)
+        elif code == 0:
+            finish_evaluation(log_dir)
         stop_run(log_dir, None, quiet=True)
     if supervisor.disk_stop:
         code, reason = supervisor.note_resume_point()
     return code, reason
+
+
+def finish_evaluation(log_dir):
+    """A cluster's run over by itself: its evaluation process (demo.py --watch) is told so, evaluates the last
+    checkpoint and leaves; wait for that, FINAL_EVALUATION_SECS at most."""
+    evaluators = [pid for pid, argv in run_processes(log_dir).items() if DEMO_SCRIPT in argv and "--watch" in argv]
+    for pid in evaluators:
+        try:
+            os.kill(pid, evaluation.FINISH_SIGNAL)
+        except ProcessLookupError:
+            pass
+    wait_for_final_evaluation(lambda: not all(supervise.is_zombie(pid) for pid in evaluators))
+
+
+def wait_for_final_evaluation(running, seconds=FINAL_EVALUATION_SECS):
+    """Wait while `running()` says the evaluation of the last checkpoint goes on, `seconds` at most."""
+    deadline = time.time() + seconds
+    while running() and time.time() < deadline:
+        time.sleep(0.25)
 
 
 def run_in_this_process(args):
@@ -670,7 +692,8 @@ def run_in_this_process(args):
 @contextlib.contextmanager
 def evaluation_beside(args, row):
     """With --eval-every, a one-process run whose learner does not evaluate in its own loop (A3C's; the replay
-    learners' do) has the cluster's evaluation process beside it, for as long as it runs (output in eval.out)."""
+    learners' do) has the cluster's evaluation process beside it, for as long as it runs (output in eval.out), and
+    at its end until it has evaluated the last checkpoint."""
     if not args.eval_every or row.evaluates_inline:
         yield
         return
@@ -680,6 +703,8 @@ def evaluation_beside(args, row):
                                    stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         yield
+        process.send_signal(evaluation.FINISH_SIGNAL)  # the run is over: its last checkpoint, then it leaves
+        wait_for_final_evaluation(lambda: process.poll() is None)
     finally:
         process.terminate()
         try:

@@ -68,3 +68,12 @@ def test_frames_are_written_as_pngs_or_a_video(tmp_path):
     video = evaluation.write_frames(str(tmp_path / "eval_001"), 2, frames, "gif")
     assert video == str(tmp_path / "eval_001" / "episode_2.gif") and len(iio.imread(video, index=None)) == 3
     assert evaluation.frames_dir("run", 12) == os.path.join("run", "eval_012")
+
+
+def test_a_checkpoint_is_evaluated_every_so_many_steps_and_the_runs_last_whatever_its_distance():
+    every = 1000
+    assert evaluation.due(500, None, every), "the first checkpoint seen"
+    assert not evaluation.due(None, None, every, final=True), "none yet"
+    assert not evaluation.due(1499, 500, every) and evaluation.due(1500, 500, every)
+    assert not evaluation.due(4012, 3500, every) and evaluation.due(4012, 3500, every, final=True), "the last"
+    assert not evaluation.due(4012, 4012, every, final=True), "evaluated already"

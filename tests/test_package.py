@@ -114,7 +114,8 @@ def test_the_wheel_installs_into_a_fresh_environment_and_runs_from_outside_the_c
     """Installed with its dependencies into a fresh environment, run from another directory: every module imports
     from the installation, the launcher plans a run, and A3C trains in one process (`--num-workers 0`: the
     cluster's worker placed in the launcher's process), checkpoints, beats the heartbeat the status view reads, and
-    a relaunch resumes from its checkpoint."""
+    a relaunch resumes from its checkpoint, with the evaluation process beside it until the last checkpoint is
+    evaluated."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
@@ -132,9 +133,9 @@ def test_the_wheel_installs_into_a_fresh_environment_and_runs_from_outside_the_c
         stdout, stderr = process.communicate(timeout=300)
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
-    def train(steps):
+    def train(steps, *extra):
         return start("-m", "train", "--num-workers", "0", "--env-id", "CartPole-v1", "--log-dir", "run", "--set",
-                     f"max_global_steps={steps}", "--set", "envs_per_worker=2")
+                     f"max_global_steps={steps}", "--set", "envs_per_worker=2", *extra)
 
     # the three at once: each spends its first seconds importing TensorFlow
     importing = start("-c", "import importlib, os\n"
@@ -162,8 +163,12 @@ def test_the_wheel_installs_into_a_fresh_environment_and_runs_from_outside_the_c
     assert "\nlocal " in status.render(status.collect(str(log_dir)))
     saved = sorted(glob.glob(str(log_dir / "train" / "model.ckpt-*.index")))
 
-    second = finish(train(2000))
+    second = finish(train(2000, "--eval-every", "1000", "--eval-episodes", "2"))
     assert second.returncode == 0, second.stderr[-3000:]
+    # the evaluation process beside it (demo.py --watch), waited for at the end: the last checkpoint evaluated
+    evaluations = logdir.read_rows(str(log_dir / "eval.csv"))
+    assert evaluations and int(evaluations[-1]["global_step"]) >= 2000, evaluations
+    assert "is evaluated: done" in (log_dir / "eval.out").read_text()
     assert "resuming from" in second.stderr and f"model.ckpt-{beat['global_step']}" in second.stderr, saved
     again = json.loads((log_dir / "status_local.json").read_text())
     assert again["global_step"] >= 2000 and again["steps_trained"] == again["global_step"] - beat["global_step"]
