@@ -8,6 +8,9 @@ WORKERS ?= 2
 ENV ?= doom
 UNSUP ?= action
 ARGS ?=
+# test files run side by side in this many processes (pytest-xdist), each file in one: most of a test's time is its
+# runs' processes importing TensorFlow and waiting on one another, which two at a time overlap on 2 cores
+TEST_PROCESSES ?= 2
 
 .PHONY: venv train test bench-throughput bench-cartpole clean
 
@@ -19,7 +22,7 @@ train: venv
 	$(VENV)/bin/python train.py --num-workers $(WORKERS) --env-id $(ENV) --unsup $(UNSUP) $(ARGS)
 
 test: venv
-	$(VENV)/bin/python -m pytest -q --durations=10 $(TESTS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=10 $(TESTS)
 
 bench-throughput: venv
 	$(VENV)/bin/python benchmarks/throughput.py $(ARGS)
