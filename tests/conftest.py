@@ -1,6 +1,7 @@
 import os
 import signal
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -38,6 +39,20 @@ def pytest_terminal_summary(terminalreporter):
     if unexpected_skips() and os.environ.get("CURIOSITY_FAIL_ON_SKIP"):
         terminalreporter.write_line(f"CI fails on an unexpected skip (CURIOSITY_FAIL_ON_SKIP): "
                                     f"{len(unexpected_skips())} skipped")
+
+
+def side_by_side(script, *argvs):
+    """The project's `script` (demo.py, train.py) with each of `argvs`, all at once (each spends seconds importing
+    TensorFlow): their results, as subprocess.run gives them."""
+    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, argv)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    try:
+        outputs = [process.communicate(timeout=300) for process in started]
+        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
+                for process, output in zip(started, outputs)]
+    finally:
+        for process in started:
+            process.kill()
 
 
 def free_ports(count):

@@ -15,7 +15,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import ROOT
+from conftest import ROOT, side_by_side
 from test_distributed import free_exp_id, launch
 
 import demo as playback
@@ -53,16 +53,8 @@ def demo(*argv):
 
 
 def demos(*argvs):
-    """demo.py with each of `argvs`, all at once (each spends seconds importing TensorFlow): their results."""
-    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, "demo.py"), *map(str, argv)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in argvs]
-    try:
-        outputs = [process.communicate(timeout=300) for process in started]
-        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
-                for process, output in zip(started, outputs)]
-    finally:
-        for process in started:
-            process.kill()
+    """demo.py with each of `argvs`, all at once: their results."""
+    return side_by_side("demo.py", *argvs)
 
 
 def test_playback_records_a_video_that_decodes_with_one_frame_per_step(cartpole_run, tmp_path):

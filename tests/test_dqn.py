@@ -16,7 +16,7 @@ import pytest
 import constants
 import logdir
 import status
-from conftest import ROOT
+from conftest import ROOT, side_by_side
 
 
 def test_double_dqn_targets_by_hand(graph):
@@ -622,16 +622,7 @@ APEX_CLUSTER = {"learner": ["127.0.0.1:2222"], "actor": ["127.0.0.1:2223"]}
 
 
 def train_py_side_by_side(*argvs):
-    """train.py with each of `argvs`, all at once (each spends seconds importing TensorFlow): their results."""
-    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *argv], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for argv in argvs]
-    try:
-        outputs = [process.communicate(timeout=300) for process in started]
-        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
-                for process, output in zip(started, outputs)]
-    finally:
-        for process in started:
-            process.kill()
+    return side_by_side("train.py", *argvs)
 
 
 def test_one_process_evaluations_on_images_begin_with_random_actions(tmp_path):
