@@ -10,8 +10,8 @@ the presets (constants.py) read this table; no other file compares an algorithm'
 The entry points are "module:name" strings, imported only by the process that runs them (`entry`), so that the
 launcher never imports TensorFlow. This module imports nothing of the project.
 
-Adding a learner: its module (the learning, its `run_task` or its agent), its row here with its presets, its
-tests.
+Adding a learner: its module (the learning, its `run_task` or its agent), its row here with its presets and its
+own hyper-parameters (Hyperparameter: constants.Config gets them as fields), its tests.
 """
 import dataclasses
 import importlib
@@ -51,6 +51,31 @@ CORES = "cores"  # a default number of workers: one per CPU core of the launchin
 
 
 @dataclasses.dataclass(frozen=True)
+class Hyperparameter:
+    """A hyper-parameter of one algorithm's own: a field of constants.Config as the shared ones are (set with
+    --set, logged, in config.json), declared in its row. Its default gives its type; a value must lie within
+    [low, high] (above low, not at it, where `above`)."""
+    name: str
+    default: object
+    doc: str  # its meaning, as train.py --help-config prints it
+    low: float = None
+    high: float = None
+    above: bool = False
+
+    def problem(self, value):
+        """Why `value` cannot work, or None."""
+        low = self.low is not None and (value <= self.low if self.above else value < self.low)
+        if low or (self.high is not None and value > self.high):
+            opening = "(" if self.above else "["
+            if self.high is None:
+                return f"must be {'>' if self.above else '>='} {self.low:g}"
+            if self.low is None:
+                return f"must be <= {self.high:g}"
+            return f"must lie in {opening}{self.low:g}, {self.high:g}]"
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
 class Algorithm:
     name: str  # --algo
     title: str  # in --help
@@ -67,6 +92,7 @@ class Algorithm:
     # evaluation process beside it, as on the cluster (both write evaluation.py's eval.csv)
     learner: str = None  # "module:callable(observation_shape, action_space, config, head, dtype)": a replay
     # learner's networks and train op in the default graph, as its one-process run and Ape-X build them
+    own_hyperparameters: tuple = ()  # Hyperparameter: those only it reads, fields of constants.Config all the same
 
     @property
     def jobs(self):
@@ -181,7 +207,12 @@ SAC = Algorithm(
     roles=(LEARNER, ACTOR), replay=True, actions=("discrete", "continuous"), default_workers=0,
     presets={"vector": "sac_classic", "image": "sac"}, hyperparameters=SAC_PRESETS,
     task="apex:run_task", local="offpolicy:run_local", agent="sac:Agent", evaluates_inline=True,
-    learner="sac:SAC")
+    learner="sac:SAC", own_hyperparameters=(
+        Hyperparameter("tau", 0.005, "each update moves the target critics this fraction of the way to the critics "
+                       "(Polyak averaging)", low=0.0, high=1.0, above=True),
+        Hyperparameter("target_entropy_scale", 0.89, "with discrete actions, the temperature keeps the policy's "
+                       "entropy near this fraction of log |A|, the uniform policy's (cleanrl's sac_atari); "
+                       "continuous actions aim at -dim(A)", low=0.0, high=1.0)))
 
 ALGORITHMS = {row.name: row for row in (A3C, DQN, SAC)}
 DEFAULT = A3C.name
@@ -219,6 +250,15 @@ def named_presets():
             raise ValueError(f"{row.name}'s presets {', '.join(sorted(shared))} are another algorithm's")
         presets.update(row.hyperparameters)
     return presets
+
+
+def own_hyperparameters():
+    """Every row's own hyper-parameters, in the rows' order; a name is one row's only."""
+    found = [parameter for row in ALGORITHMS.values() for parameter in row.own_hyperparameters]
+    names = [parameter.name for parameter in found]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a hyper-parameter is declared by two rows: {sorted(names)}")
+    return found
 
 
 def one_process_by_default():

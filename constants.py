@@ -30,8 +30,8 @@ def _param(default, doc):
 
 
 @dataclass(frozen=True)
-class Config:
-    """Every number the learner uses."""
+class SharedConfig:
+    """The hyper-parameters more than one learner reads; Config adds each algorithm's own (algorithms.py)."""
 
     gamma: float = _param(0.99, """
     discount factor for rewards""")
@@ -159,11 +159,6 @@ class Config:
     ... down to this ...""")
     epsilon_decay_steps: int = _param(250_000, """
     ... linearly over this many environment steps""")
-    tau: float = _param(0.005, """
-    --algo sac: each update moves the target critics this fraction of the way to the critics (Polyak averaging)""")
-    target_entropy_scale: float = _param(0.89, """
-    --algo sac with discrete actions: the temperature keeps the policy's entropy near this fraction of log |A|, the
-    uniform policy's (cleanrl's sac_atari); continuous actions aim at -dim(A)""")
     eval_epsilon: float = _param(0.001, """
     epsilon of the DQN's evaluations (greedy but for a rare random action, as Mnih et al. 2015's 0.05 and
     Ape-X's 0.001, so a policy cannot loop forever)""")
@@ -213,10 +208,10 @@ class Config:
             ("epsilon_final", 0.0 <= self.epsilon_final <= 1.0, "must lie in [0, 1]"),
             ("epsilon_decay_steps", self.epsilon_decay_steps >= 1, "must be >= 1"),
             ("eval_epsilon", 0.0 <= self.eval_epsilon <= 1.0, "must lie in [0, 1]"),
-            ("tau", 0.0 < self.tau <= 1.0, "must lie in (0, 1]"),
-            ("target_entropy_scale", 0.0 <= self.target_entropy_scale <= 1.0, "must lie in [0, 1]"),
             ("seed", self.seed >= 0, "must be >= 0"),
         ]
+        checks += [(parameter.name, parameter.problem(getattr(self, parameter.name)) is None,
+                    parameter.problem(getattr(self, parameter.name))) for parameter in algorithms.own_hyperparameters()]
         for name, ok, why in checks:
             if not ok:
                 raise ConfigError(f"hyper-parameter {name}={getattr(self, name)!r} {why}")
@@ -226,6 +221,14 @@ class Config:
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+
+# Every number the learners use: the shared fields, then each algorithm's own (its row's Hyperparameter).
+Config = dataclasses.make_dataclass(
+    "Config", [(parameter.name, type(parameter.default), _param(parameter.default, f"--algo {row.name}: {parameter.doc}"))
+               for row in algorithms.ALGORITHMS.values() for parameter in row.own_hyperparameters],
+    bases=(SharedConfig,), frozen=True, module=__name__)
+Config.__doc__ = "Every number the learners use: the shared hyper-parameters and each algorithm's own."
 
 
 HELP = {f.name: f.metadata["help"] for f in fields(Config)}

@@ -5,6 +5,7 @@ Read from the source (ast), so that a lazy import inside a function counts as mu
 import ast
 import glob
 import os
+import re
 
 import pytest
 
@@ -156,3 +157,21 @@ def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
         len(row.hyperparameters) for row in algorithms.ALGORITHMS.values())
     assert constants.resolve_preset("auto", "vector", "gymnasium", "none", "sac") == "sac_classic"
     assert constants.resolve_preset("auto", "vector", "gymnasium", "icm", "dqn") == "dqn_classic_curiosity"
+
+
+def test_an_algorithms_own_hyperparameters_are_configs_fields_checked_by_its_row():
+    """SAC declares tau and target_entropy_scale in its row: they are fields of Config (defaults, --set, the help
+    line), and a value outside the row's bounds is refused in one message."""
+    own = {parameter.name: parameter for parameter in algorithms.SAC.own_hyperparameters}
+    assert set(own) == {"tau", "target_entropy_scale"} and all(
+        own[name] not in row.own_hyperparameters for row in (algorithms.A3C, algorithms.DQN) for name in own)
+    config = constants.Config()
+    assert (config.tau, config.target_entropy_scale) == (0.005, 0.89) and "tau" in config.to_dict()
+    assert constants.config_from_overrides(["tau=0.5"], "paper").tau == 0.5
+    assert constants.HELP["tau"].startswith("--algo sac: each update moves the target critics")
+    for item, message in (("tau=0", "hyper-parameter tau=0.0 must lie in (0, 1]"),
+                          ("tau=1.5", "hyper-parameter tau=1.5 must lie in (0, 1]"),
+                          ("target_entropy_scale=-0.1", "hyper-parameter target_entropy_scale=-0.1 must lie in [0, 1]")):
+        with pytest.raises(constants.ConfigError, match=re.escape(message)):
+            constants.config_from_overrides([item], "paper")
+    assert constants.config_from_overrides(["tau=1"], "paper").tau == 1.0, "the closed end"
