@@ -227,7 +227,8 @@ class SharedConfig:
 Config = dataclasses.make_dataclass(
     "Config", [(parameter.name, type(parameter.default), _param(parameter.default, f"--algo {row.name}: {parameter.doc}"))
                for row in algorithms.ALGORITHMS.values() for parameter in row.own_hyperparameters],
-    bases=(SharedConfig,), frozen=True, module=__name__)
+    bases=(SharedConfig,), frozen=True)
+Config.__module__ = __name__  # make_dataclass's own argument for it is Python 3.12's
 Config.__doc__ = "Every number the learners use: the shared hyper-parameters and each algorithm's own."
 
 
