@@ -1007,3 +1007,17 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
 def logdir_rows(directory, name):
     path = os.path.join(directory, name)
     return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+
+
+def test_the_random_agents_of_the_committed_reports_are_independent_samples_per_task():
+    """Each task's random agent plays its own action sequences (a seed per task), not the same ones from another
+    start: no episode's actions recur across the tasks of a report."""
+    assert len({reproduce.random_seed(task) for task in reproduce.PAPER}) == len(reproduce.PAPER)
+    for report in COMMITTED_REPORTS:
+        digests = {}
+        for path in glob.glob(os.path.join(ROOT, report, "*", reproduce.RANDOM_BASELINE)):
+            summary = json.load(open(path))
+            digests[path] = {episode["actions_digest"] for episode in summary["episode_details"]}
+        for first in digests:
+            for second in digests:
+                assert first == second or not digests[first] & digests[second], f"{first} and {second} share episodes"
