@@ -18,6 +18,7 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
 """
 import csv
 import glob
+import gzip
 import json
 import logging
 import os
@@ -68,9 +69,10 @@ def checkpoints_dir(log_dir):
 # ---------------------------------------------------------------- records
 
 def read_rows(path):
-    """The complete rows of a CSV the run writes; a row cut short (a process killed mid-write) is left out."""
+    """The complete rows of a CSV the run writes, or of one compressed (`.csv.gz`, as archives keep them); a row cut
+    short (a process killed mid-write) is left out."""
     try:
-        with open(path, newline="") as handle:
+        with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as handle:
             return [row for row in csv.DictReader(handle) if None not in row and None not in row.values()]
     except OSError:
         return []
@@ -356,8 +358,11 @@ def as_dirs(log_dirs):
 
 
 def paths_of(log_dirs, pattern):
-    """The files named `pattern` in the run's directories, in order."""
-    return [path for log_dir in as_dirs(log_dirs) for path in sorted(glob.glob(os.path.join(log_dir, pattern)))]
+    """The files named `pattern` in the run's directories, in order; a CSV pattern also finds its compressed copies
+    (`.csv.gz`, as archives keep them)."""
+    patterns = [pattern, pattern + ".gz"] if pattern.endswith(".csv") else [pattern]
+    return [path for log_dir in as_dirs(log_dirs)
+            for path in sorted(found for each in patterns for found in glob.glob(os.path.join(log_dir, each)))]
 
 
 def rows_of(log_dirs, pattern):
@@ -426,7 +431,7 @@ def supervisor_records(log_dirs):
 
 
 def has_run_files(log_dir):
-    return bool(glob.glob(os.path.join(log_dir, "episodes_*.csv")) or glob.glob(os.path.join(log_dir, "visits*.csv")))
+    return bool(paths_of(log_dir, "episodes_*.csv") or paths_of(log_dir, "visits*.csv"))
 
 
 # ---------------------------------------------------------------- checkpoints (TensorFlow, imported when called)

@@ -41,19 +41,23 @@ Then the report, into --report-dir (default <out>/report), per task:
   figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
                         marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
-  runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions, its
-                        config, its sittings and the machine; the tables are computed from these alone
+  runs/<run>/           each run's archive: its episodes (the columns above) and 20,000 of its positions, as
+                        compressed CSVs, its config, its sittings and the machine; the tables are computed from
+                        these alone
 Only small files go there, so it can be committed; and a report dir that already holds runs keeps them, so one
 report gathers the sittings of several machines whose run folders are gone or elsewhere. With --carry a run short
 of --steps also leaves its latest checkpoint in its archive (runs/<run>/train/, a few MB, dropped when the run
-reaches its budget): a sitting on a machine without the run's folder, given that report dir, makes the folder
+reaches its budget; .gitignore keeps it out of git: copy the report folder to carry it): a sitting on a machine without the run's folder, given that report dir, makes the folder
 again from the archive and resumes the run from that checkpoint, its episodes, positions and sittings going on
 from the earlier machine's.
 """
 import argparse
+import contextlib
 import csv
 import datetime
 import functools
+import gzip
+import io
 import json
 import os
 import platform
@@ -152,6 +156,8 @@ EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --para
 ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
                             "success", "distance")
 ARCHIVED_VISITS = 20_000
+# the archive's two CSVs, compressed (a 5M-step Doom run's episodes are 0.8 MB as text, 0.2 MB so; logdir reads both)
+ARCHIVED_EPISODES, ARCHIVED_POSITIONS = "episodes_all.csv.gz", "visits_all.csv.gz"
 # --carry: the latest checkpoint of a run short of its budget goes into its archive (<archive>/train/), so that
 # a sitting on a machine without the run's folder resumes it from there (restore_carried); the folder restored
 # holds the archive's episodes and positions so far under these names (read with the workers' own, as logdir's
@@ -844,12 +850,15 @@ def archive_run(log_dir, archive, reached, evaluations):
               f"further than {log_dir} ({reached:,}); keeping that", file=sys.stderr)
         return False
     os.makedirs(archive, exist_ok=True)
+    for name in (ARCHIVED_EPISODES, ARCHIVED_POSITIONS):  # an earlier version's plain copy would be read twice
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(archive, name.removesuffix(".gz")))
     episodes = logdir.episode_rows(log_dir, "global_step")
-    write_rows(os.path.join(archive, "episodes_all.csv"), ARCHIVED_EPISODE_COLUMNS, episodes)
+    write_rows(os.path.join(archive, ARCHIVED_EPISODES), ARCHIVED_EPISODE_COLUMNS, episodes)
     visits = visit_sample(log_dir, reached)
     sittings = read_sittings(log_dir)
     if visits:
-        write_rows(os.path.join(archive, "visits_all.csv"), ("x", "y"), visits)
+        write_rows(os.path.join(archive, ARCHIVED_POSITIONS), ("x", "y"), visits)
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
         logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
@@ -946,10 +955,10 @@ def restore_carried(archive, log_dir):
     shutil.copytree(logdir.checkpoints_dir(archive), logdir.checkpoints_dir(staging))
     shutil.copy2(os.path.join(archive, "config.json"), os.path.join(staging, "config.json"))
     episodes = os.path.join(staging, CARRIED_EPISODES)
-    shutil.copy2(os.path.join(archive, "episodes_all.csv"), episodes)
+    write_plain(archived(archive, ARCHIVED_EPISODES), episodes)
     logdir.set_aside_rows_after(episodes, step, staging)
-    if os.path.exists(os.path.join(archive, "visits_all.csv")):
-        shutil.copy2(os.path.join(archive, "visits_all.csv"), os.path.join(staging, CARRIED_VISITS))
+    if archived(archive, ARCHIVED_POSITIONS):
+        write_plain(archived(archive, ARCHIVED_POSITIONS), os.path.join(staging, CARRIED_VISITS))
     logdir.write_json_atomically(os.path.join(staging, CARRIED_FROM), {
         "step": step, "archived_step": kept.get("global_step"), "machine": kept.get("machine")})
     write_sittings(log_dir, kept.get("sittings") or [])
@@ -964,10 +973,30 @@ def last_machine(sittings):
 
 
 def write_rows(path, columns, rows):
-    with open(path, "w", newline="") as handle:
+    """A CSV of `rows`; compressed where `path` ends with .gz, with no time in its header, so that the same rows
+    archived again make the same bytes (nothing for git to see)."""
+    with open(path, "wb") as raw, (gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.endswith(".gz")
+                                   else contextlib.nullcontext(raw)) as binary:
+        handle = io.TextIOWrapper(binary, newline="")
         writer = csv.DictWriter(handle, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+        handle.flush()
+        handle.detach()
+
+
+def archived(archive, name):
+    """The archive's file `name`, compressed or (an archive of an earlier version) not; None where neither is."""
+    for path in (os.path.join(archive, name), os.path.join(archive, name.removesuffix(".gz"))):
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def write_plain(source, path):
+    """`source`, compressed or not, as plain text at `path` (a run's folder holds plain CSVs: its workers append)."""
+    with (gzip.open(source, "rb") if source.endswith(".gz") else open(source, "rb")) as read, open(path, "wb") as out:
+        shutil.copyfileobj(read, out)
 
 
 def evaluate(log_dir, episodes, out, policy="greedy"):

@@ -2,6 +2,7 @@
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -70,3 +71,27 @@ def test_the_readme_is_short_narrow_and_starts_with_the_two_commands():
     assert not wide, f"README.md lines {wide} are wider than {COLUMNS} columns"
     first_block = open(README).read().split("```")[1]
     assert "make train" in first_block and "make test" in first_block
+
+
+VIDEO_CAP_BYTES = 1_000_000  # a committed video or animation: one episode, at the report's quality
+CHECKPOINT = re.compile(r"(^|/)(checkpoint|[^/]+\.index|[^/]+\.data-\d+-of-\d+|[^/]+\.meta)$")
+
+
+def committed_files():
+    """The repository's files as git tracks them (the working tree's where this is not a git checkout)."""
+    try:
+        listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return [path for path in listed.splitlines() if os.path.exists(os.path.join(ROOT, path))]
+    except (OSError, subprocess.CalledProcessError):
+        return [os.path.relpath(os.path.join(folder, name), ROOT) for folder, _, names in os.walk(ROOT)
+                for name in names if ".git" not in folder.split(os.sep) and ".venv" not in folder]
+
+
+def test_no_checkpoint_is_committed_and_videos_stay_small():
+    files = committed_files()
+    assert any(path.endswith("results.json") for path in files), "the file list finds nothing"
+    checkpoints = [path for path in files if CHECKPOINT.search(path)]
+    assert not checkpoints, f"TensorFlow checkpoints are committed (archives keep episodes, not weights): {checkpoints}"
+    large = [f"{path} ({os.path.getsize(os.path.join(ROOT, path)):,} bytes)" for path in files
+             if path.endswith((".mp4", ".gif")) and os.path.getsize(os.path.join(ROOT, path)) > VIDEO_CAP_BYTES]
+    assert not large, f"videos over {VIDEO_CAP_BYTES:,} bytes: {large}"

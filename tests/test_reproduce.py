@@ -201,7 +201,7 @@ def test_runs_of_an_earlier_sitting_on_another_machine_stay_in_the_report(tmp_pa
     write_visits(first / "runs" / "doom-icm-s0", 1_000)
     before = reproduce.report(str(first), str(report_dir), milestones, eval_episodes=0)
     archive = report_dir / "runs" / "doom-icm-s0"
-    visits = list(csv.DictReader(open(archive / "visits_all.csv")))
+    visits = logdir.read_rows(str(archive / reproduce.ARCHIVED_POSITIONS))
     assert len(visits) == 50 and (visits[0]["x"], visits[-1]["x"]) == ("0", "999")  # spread over the whole run
 
     # another sitting, on a machine without the first one's run folders: an A3C run and a second ICM seed
@@ -999,7 +999,7 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
     assert run["success_at"]["100000"] == 1.0, "machine A's episodes stay in the run"
     assert [(sitting["machine"], sitting["from_step"]) for sitting in run["sittings"]] == [
         ("a, 2 cores", 0), (reproduce.machine(), 255_000)]
-    visits = list(csv.DictReader(open(archive / "visits_all.csv")))
+    visits = logdir.read_rows(str(archive / reproduce.ARCHIVED_POSITIONS))
     assert len(visits) == 40 and sum(float(row["x"]) < 10_000 for row in visits) == 10  # a quarter: 255k of 1M
     assert not (archive / "train").exists(), "the run reached its budget: the report carries its checkpoint no more"
 
