@@ -47,9 +47,9 @@ Then the report, into --report-dir (default <out>/report), per task:
 Only small files go there, so it can be committed; and a report dir that already holds runs keeps them, so one
 report gathers the sittings of several machines whose run folders are gone or elsewhere. With --carry a run short
 of --steps also leaves its latest checkpoint in its archive (runs/<run>/train/, a few MB, dropped when the run
-reaches its budget; .gitignore keeps it out of git: copy the report folder to carry it): a sitting on a machine without the run's folder, given that report dir, makes the folder
-again from the archive and resumes the run from that checkpoint, its episodes, positions and sittings going on
-from the earlier machine's.
+reaches its budget; .gitignore keeps it out of git: copy the report folder to carry it): a sitting on a machine
+without the run's folder, given that report dir, makes the folder again from the archive and resumes the run from
+that checkpoint, its episodes, positions and sittings going on from the earlier machine's.
 """
 import argparse
 import contextlib
