@@ -37,7 +37,7 @@ setup(
         "tqdm>=4.66,<5",  # the one-process runs' progress bar
     ],
     extras_require={
-        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "pytest-xdist>=3.5,<4"],
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "pytest-xdist>=3.5,<4", "pyyaml>=6,<7"],
         "doom": DOOM,
         "mario": MARIO,
         "atari": ATARI,

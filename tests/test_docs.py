@@ -95,3 +95,16 @@ def test_no_checkpoint_is_committed_and_videos_stay_small():
     large = [f"{path} ({os.path.getsize(os.path.join(ROOT, path)):,} bytes)" for path in files
              if path.endswith((".mp4", ".gif")) and os.path.getsize(os.path.join(ROOT, path)) > VIDEO_CAP_BYTES]
     assert not large, f"videos over {VIDEO_CAP_BYTES:,} bytes: {large}"
+
+
+def test_the_license_is_mit_and_the_citation_names_this_project_and_the_papers_it_implements():
+    import yaml
+
+    assert open(os.path.join(ROOT, "LICENSE")).read().startswith("MIT License")
+    citation = yaml.safe_load(open(os.path.join(ROOT, "CITATION.cff")))
+    assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT"
+    assert citation["message"] and citation["title"].startswith("curiosity-agent") and citation["authors"]
+    cited = {(reference["authors"][0]["family-names"], reference["year"]) for reference in citation["references"]}
+    implemented = {("Pathak", 2017), ("Burda", 2019), ("Mnih", 2016), ("van Hasselt", 2016), ("Schaul", 2016),
+                   ("Horgan", 2018), ("Haarnoja", 2018)}  # the ICM, RND, A3C, Double DQN, PER, Ape-X, SAC
+    assert implemented <= cited, f"not cited: {implemented - cited}"
