@@ -236,8 +236,8 @@ class NetworkCopy:
 
     On TensorFlow's cluster every session.run of a process goes through the distributed master, even for a network
     on the process's own device: acting on a copy here, a Doom worker's act time per step fell by a third (K = 4,
-    the ICM; docs/speed.md). `build()` makes the network in the copy's graph, in the variable scope of `source`'s
-    variables, which it must match name for name.
+    the ICM; docs/history/2026-11-24-speed.md). `build()` makes the network in the copy's graph, in the variable scope
+    of `source`'s variables, which it must match name for name.
     """
 
     def __init__(self, build, source_variables, seed):

@@ -135,19 +135,20 @@ class Algorithm:
 # measurements that chose them. `--preset auto` picks one by the row's `presets`; `--set` applies on top.
 A3C_PRESETS = {
     "paper": {},
-    # Measured on CartPole (docs/hyperparameters.md): Adam's epsilon of 0.1 against weights that drift with
-    # noise-sized gradients, lr 5e-4 against the step that saturated the policy after a sudden drop in returns,
-    # 8 environments per worker for the speed: 2 workers solved seeds 0-4 in 65-100 s.
+    # Measured on CartPole (docs/history/2026-11-24-hyperparameters.md): Adam's epsilon of 0.1 against weights that
+    # drift with noise-sized gradients, lr 5e-4 against the step that saturated the policy after a sudden drop in
+    # returns, 8 environments per worker for the speed: 2 workers solved seeds 0-4 in 65-100 s.
     "classic": {"learning_rate": "5e-4", "reward_scale": "0.1", "entropy_beta": "1e-3", "adam_epsilon": "0.1",
                 "envs_per_worker": "8"},
     # With curiosity the policy must follow a small bonus, which Adam's epsilon of 0.1 damps to nothing
-    # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8; docs/hyperparameters.md).
+    # (CorridorLong-v0, ICM: 1 of 3 seeds found the goal with 0.1, 3 of 3 with 1e-8;
+    # docs/history/2026-11-24-hyperparameters.md).
     "classic_curiosity": {"learning_rate": "1e-3", "reward_scale": "0.1", "entropy_beta": "1e-3"},
     "mario": {"prediction_beta": "0.2", "entropy_beta": "0.0005"},  # the original's Mario settings
     # The original's constants with 4 environments per worker: an update per 80 steps of a worker, where the
     # paper's made one per 20. With 16 (an update per 320 steps, 1.9x the steps per second) the ICM had 0.17 on
     # MyWayHome dense at 3M steps and a tenfold learning rate did not help; with 4 it had 0.82 and 0.76 in two
-    # seeds (docs/doom-study.md, "Why the dense task lags").
+    # seeds (docs/history/2026-11-24-doom-study.md, "Why the dense task lags").
     "doom": {"envs_per_worker": "4"},
 }
 # `dqn_classic` below, and `dqn_classic_curiosity` with three changes.
@@ -158,14 +159,15 @@ DQN_PRESETS = {
     # DQN on images: Rainbow's and Dopamine's Adam (lr 6.25e-5, epsilon 1.5e-4) and Nature DQN's schedule.
     "dqn": {"learning_rate": "6.25e-5", "adam_epsilon": "1.5e-4", "envs_per_worker": "1", "acting_copy": "true"},
     # DQN on classic control: a short warm-up and exploration, a dueling head, the target every 200 updates, and a
-    # batch of 256 every 4 steps (replay ratio 64). CartPole-v1 (docs/dqn.md): lr 1e-3 beat 5e-4 and 2.5e-4; a batch
-    # of 64 every step solved 2 of 3 seeds in one process and 1 of 3 with 2 actors in 5 minutes, where a batch of
-    # 256 with a replay of 200,000 (which keeps failures once the agent plays well) solved 3 of 3 in both.
+    # batch of 256 every 4 steps (replay ratio 64). CartPole-v1 (docs/history/2026-11-25-dqn.md): lr 1e-3 beat 5e-4
+    # and 2.5e-4; a batch of 64 every step solved 2 of 3 seeds in one process and 1 of 3 with 2 actors in 5 minutes,
+    # where a batch of 256 with a replay of 200,000 (which keeps failures once the agent plays well) solved 3 of 3 in
+    # both.
     "dqn_classic": _DQN_CLASSIC,
     # DQN with a curiosity bonus on classic control: the batch of 64 every step and the replay of 50,000 of before.
     # On CorridorLong-v0 within 30,000 steps they found the far end with the ICM in 2 of 3 seeds and with RND in 3
     # of 3; with the batch of 256 every 4 steps (a quarter of the updates) none of 2 seeds did, with either bonus
-    # (docs/dqn.md).
+    # (docs/history/2026-11-25-dqn.md).
     "dqn_classic_curiosity": {**_DQN_CLASSIC, "replay_capacity": "50000", "batch_size": "64",
                               "max_global_steps": "200000"},
 }
@@ -174,9 +176,9 @@ SAC_PRESETS = {
     # an update per step, uniform replay, one-step returns, tau 0.005), random actions for the first 1,000 steps.
     # Discrete actions aim at 0.1 log |A| of entropy: at cleanrl's 0.89 on CartPole the temperature grew without
     # bound (alpha 64,000, the critics' loss 6e8 at 30k steps); at 0.1 the greedy policy solved CartPole in seeds
-    # 0-2 (docs/sac.md). A curiosity bonus is relabelled at 0.1 of its running RMS: on MountainCarContinuous
-    # SAC+RND found the flag in 3 of 3 seeds within 20k steps, SAC+ICM in 2, SAC alone in none; with the bonus
-    # stored at acting time, none (docs/sac.md).
+    # 0-2 (docs/history/2026-11-25-sac.md). A curiosity bonus is relabelled at 0.1 of its running RMS: on
+    # MountainCarContinuous SAC+RND found the flag in 3 of 3 seeds within 20k steps, SAC+ICM in 2, SAC alone in none;
+    # with the bonus stored at acting time, none (docs/history/2026-11-25-sac.md).
     "sac_classic": {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1",
                     "replay_capacity": "100000", "batch_size": "256", "learning_starts": "1000", "replay_ratio": "256",
                     "n_step": "1", "prioritized": "false", "gamma": "0.99", "max_global_steps": "20000",

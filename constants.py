@@ -65,13 +65,13 @@ class SharedConfig:
     epsilon of Adam's update lr x m / (sqrt(v) + epsilon). With the default (TensorFlow's and the original's) a
     step has the full size however small the gradient: near-deterministic policies then keep moving toward
     determinism. 0.1 keeps small gradients' steps small: CartPole runs that collapsed to one action with 1e-8
-    solved with 0.1, which the classic preset therefore uses (docs/hyperparameters.md). The policy's only: the
-    curiosity predictor has predictor_adam_epsilon""")
+    solved with 0.1, which the classic preset therefore uses (docs/history/2026-11-24-hyperparameters.md). The
+    policy's only: the curiosity predictor has predictor_adam_epsilon""")
     predictor_adam_epsilon: float = _param(1e-8, """
     epsilon of Adam for the curiosity predictor's variables (the original's 1e-8). Apart from adam_epsilon
     because the predictor's gradients are small: with 0.1 it barely learned, its bonus stopped telling new
     states from visited ones, and ICM on CorridorLong-v0 found the goal in 1 of 3 seeds (2 minutes each)
-    instead of 3 of 3 (docs/hyperparameters.md)""")
+    instead of 3 of 3 (docs/history/2026-11-24-hyperparameters.md)""")
     prediction_beta: float = _param(0.01, """
     curiosity bonus = prediction_beta x the forward model's loss at that step (0.5 is the original's hint
     for --unsup state)""")
@@ -117,8 +117,9 @@ class SharedConfig:
     acting_copy: bool = _param(False, """
     on the cluster, A3C's runner thread and Ape-X's actors act on a copy of their network in a plain in-process
     session, loaded with the weights each sync brings, instead of through the cluster's runtime, whose every
-    session.run costs more (docs/speed.md). On in the DQN presets. Off for A3C: its runner then outran the trainer
-    and queued queue_size batches acted with older weights, and CartPole collapsed to one action in 3 of 3 seeds""")
+    session.run costs more (docs/history/2026-11-24-speed.md). On in the DQN presets. Off for A3C: its runner then
+    outran the trainer and queued queue_size batches acted with older weights, and CartPole collapsed to one action in
+    3 of 3 seeds""")
     # ---- value-based learners (--algo dqn): Double DQN, n-step returns, prioritized replay
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")
@@ -352,7 +353,7 @@ RUN_FLAGS = (
             "uniformly random actions into its replay and train_episodes/", default=0, type=int),
     RunFlag("threads", ("--threads",), "one process (--num-workers 0): TensorFlow's threads (intra- and inter-op); 0: "
             "its default, one per core (A3C: a cluster worker's, 1 and 2). Runs that share the cores run faster with a share each (2 runs on 2 cores: "
-            "--threads 1, docs/dqn.md)", default=0, type=int),
+            "--threads 1, docs/history/2026-11-25-dqn.md)", default=0, type=int),
     RunFlag("restore_include", ("--restore-include",), "with --pretrain: restore only the variables whose names "
             "match this regular expression (e.g. '^actor/')"),
     RunFlag("restore_exclude", ("--restore-exclude",), "with --pretrain: leave the variables whose names match this "

@@ -447,7 +447,7 @@ TF_ENVIRONMENT = {
     "CUDA_VISIBLE_DEVICES": "",  # CPU only, even where a GPU exists
     # oneDNN's kernels: TensorFlow turns them on by itself only on CPUs with AVX512-VNNI/BF16, AVX-VNNI or AMX. On the
     # project's AVX2 machines they made Doom training 1.5x faster (the learner alone 1.4x) and CartPole's 1.2x
-    # (docs/speed.md).
+    # (docs/history/2026-11-24-speed.md).
     "TF_ENABLE_ONEDNN_OPTS": "1",
 }
 

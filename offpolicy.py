@@ -246,7 +246,7 @@ class Curious:
         (BONUS_RMS_DECAY): a scale that forgets. RND's running deviation of its return keeps its first steps
         forever, when the untrained predictor's error is thousands of times what it is a few episodes later; over a
         run of tens of thousands of steps that start then weighs down every later bonus to nothing
-        (MountainCarContinuous: docs/sac.md)."""
+        (MountainCarContinuous: docs/history/2026-11-25-sac.md)."""
         square = float(np.mean(raw ** 2))
         self.bonus_mean_square = square if self.bonus_mean_square is None else (
             BONUS_RMS_DECAY * self.bonus_mean_square + (1.0 - BONUS_RMS_DECAY) * square)

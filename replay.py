@@ -26,7 +26,8 @@ class SumTree:
 
     Why 16 children and not 2: with 1M slots a binary tree is 20 levels of scattered reads per search and per
     update, each read a cache miss once TensorFlow has trained on a batch; 16 children make it 5 levels, each read
-    a contiguous row of 16 sums (benchmarks/replay_speed.py measures the learner with both, docs/dqn.md)."""
+    a contiguous row of 16 sums (benchmarks/replay_speed.py measures the learner with both,
+    docs/history/2026-11-25-dqn.md)."""
 
     def __init__(self, capacity, fanout=16):
         if capacity < 1:

@@ -84,8 +84,8 @@ def resume_note(log_dir):
 
 def worker_memory_limit_mb(workers):
     """Each worker's part of WORKERS_MEMORY_SHARE of this machine's memory: the workers' memory grows with
-    updates (about 10 kB each on Doom, cause not found; docs/benchmarks.md), and a run of days must not meet the
-    OOM killer, which would take the parameter server or a game engine as well."""
+    updates (about 10 kB each on Doom, cause not found; docs/history/2026-11-24-benchmarks.md), and a run of days must
+    not meet the OOM killer, which would take the parameter server or a game engine as well."""
     with open("/proc/meminfo") as handle:
         total_mb = next(int(line.split()[1]) for line in handle if line.startswith("MemTotal:")) / 1024
     return WORKERS_MEMORY_SHARE * total_mb / max(workers, 1)
@@ -284,7 +284,7 @@ class Supervisor:
         member.recycling = True
         member.last_reason = f"restarted for its memory ({size:,.0f} MB, over {self.memory_limit_mb:,.0f} MB)"
         logger.warning("%s uses %.0f MB, more than its %.0f MB: stopping it to start it again (its memory grows "
-                       "with time; docs/benchmarks.md)", member.name, size, self.memory_limit_mb)
+                       "with time; docs/history/2026-11-24-benchmarks.md)", member.name, size, self.memory_limit_mb)
         try:
             member.process.send_signal(RECYCLE_SIGNAL)
         except ProcessLookupError:

@@ -290,7 +290,8 @@ def hold_network():
 
 # ---------------------------------------------------------------- checks before launching
 
-def parse_args(argv=None):
+def build_parser():
+    """The launcher's flags (docs/configuration.md's flag reference is generated from them)."""
     parser = argparse.ArgumentParser(description="Launch a distributed A3C (+ICM) run.",
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
@@ -338,7 +339,11 @@ def parse_args(argv=None):
     add("--eval-frames", choices=evaluation.FRAME_FORMATS, default=None, help="with --eval-every: keep each "
         "evaluation's episodes in <log-dir>/eval_NNN/, a video each (mp4, gif) or their frames as PNG images")
     add("--stop", action="store_true", help="stop the run in --log-dir (what kill.sh does) and exit")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv=None):
+    args = build_parser().parse_args(argv)
     if args.default:
         args.env_wrap, args.design_head, args.unsup, args.no_life_reward = True, "universe", "action", True
     if args.log_dir is None:
@@ -829,6 +834,16 @@ def dry_run_text(plan_for, cluster, network):
     return "\n".join(lines)
 
 
+def plan_of(args, cluster=None, tasks=None):
+    """The plan of the run the checked arguments ask for: this machine's `tasks` of `cluster` (None: a cluster on
+    this machine alone)."""
+    run_flags = constants.run_flag_values(args)
+    env_id = run_flags.pop("env_id")
+    return create_commands(args.exp_name, args.num_workers, env_id, args.log_dir, args.mode, args.exp_id,
+                           args.tensorboard, args.eval_every, args.eval_episodes, cluster=cluster, tasks=tasks,
+                           num_ps=args.num_ps, eval_frames=args.eval_frames, **run_flags)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.hold_network:
@@ -859,13 +874,9 @@ def main(argv=None):
                               f"{' or '.join(cluster_algos)}; this run is --algo {args.algo}")
         network = resolve_network(args, cluster)
         config_change = check_relaunch(os.path.abspath(args.log_dir), args)
-        run_flags = constants.run_flag_values(args)
-        env_id = run_flags.pop("env_id")
 
         def plan_for(tasks):
-            return create_commands(args.exp_name, args.num_workers, env_id, args.log_dir, args.mode, args.exp_id,
-                                   args.tensorboard, args.eval_every, args.eval_episodes, cluster=cluster,
-                                   tasks=tasks, num_ps=args.num_ps, eval_frames=args.eval_frames, **run_flags)
+            return plan_of(args, cluster, tasks)
 
         if args.dry_run:
             print(dry_run_text(plan_for, cluster, network), end="")

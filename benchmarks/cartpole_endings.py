@@ -6,7 +6,8 @@ degrees), or the 500-step limit; the state at each ending.
 
 Plays the run's last checkpoint (A3C, DQN or SAC: demo.py's agents) greedily from --episodes starts (seeds 1000,
 1001, ...) and prints one line per episode and the count of each ending. A DQN that forgets on CartPole
-(docs/dqn.md) lets the cart drift off one end with the pole upright; this tells that from a pole that falls.
+(docs/history/2026-11-25-dqn.md) lets the cart drift off one end with the pole upright; this tells that from a pole
+that falls.
 """
 import argparse
 import os

@@ -3,17 +3,17 @@
 default), every seed to the same step, side by side; then each run's training return at every quarter of the
 steps, its greedy evaluations, the figures, and a table.
 
-    python benchmarks/replay_learning.py --env-id PongDeterministic-v4 --steps 1000000 --seeds 0 --out ~/pong
-    python benchmarks/replay_learning.py --steps 1000000 --seeds 0 --out ~/pong --report-only
+    python benchmarks/replay_learning.py --env-id PongDeterministic-v4 --steps 1000000 --seeds 0 --out tmp/pong
+    python benchmarks/replay_learning.py --steps 1000000 --seeds 0 --out tmp/pong --report-only
 
 The runs live in <out>/<replay>-seed<seed>, each with its output in <out>/<replay>-seed<seed>.log, and run with
 the same flags but `prioritized` (the preset's, `--set` after `--` for more). Run the command again to go on: a
 run that stopped resumes its checkpoint (the replay refills; what the learner had learned is kept), and a run that
 is done is not run again. `--parallel` runs that many at once (default: one per core), each with its share of the
 cores as its TensorFlow threads (train.py's `--threads`: two Pong runs on 2 cores went 1.17 times as fast each
-with 1 thread than with TensorFlow's default, docs/dqn.md). Writes <out>/replay_learning.json and, through
-plots.py, <out>/plots/ (the training return and the evaluations against steps, one curve per replay, seeds as mean
-and band).
+with 1 thread than with TensorFlow's default, docs/history/2026-11-25-dqn.md). Writes <out>/replay_learning.json and,
+through plots.py, <out>/plots/ (the training return and the evaluations against steps, one curve per replay, seeds as
+mean and band).
 """
 import argparse
 import json

@@ -3,9 +3,9 @@
 on Super Mario Bros without any reward (Table 1).
 
     python benchmarks/reproduce.py --task doom doomSparse doomVerySparse --method icm a3c --seeds 0 1 2 \\
-        --steps 5M --out ~/runs/repro
-    python benchmarks/reproduce.py --out ~/runs/repro --report-only --report-dir docs/results/doom
-    python benchmarks/reproduce.py --task mario --method icm a3c --seeds 0 1 2 --steps 1.5M --out ~/runs/mario
+        --steps 5M --out tmp/repro
+    python benchmarks/reproduce.py --out tmp/repro --report-only --report-dir docs/results/doom
+    python benchmarks/reproduce.py --task mario --method icm a3c --seeds 0 1 2 --steps 1.5M --out tmp/mario
 
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
 with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`; on Doom no living

@@ -1,7 +1,9 @@
 """The README is an entry point: short, the two commands first, and every link of it and of docs/ resolves."""
 import glob
 import os
+import json
 import re
+import sys
 import subprocess
 
 import pytest
@@ -64,10 +66,11 @@ def test_every_link_resolves(page):
     assert not broken, f"{os.path.relpath(page, ROOT)}: " + "; ".join(broken)
 
 
-def test_the_readme_is_short_narrow_and_starts_with_the_two_commands():
+def test_the_readme_is_short_its_prose_narrow_and_it_starts_with_the_two_commands():
     lines = open(README).read().splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail into docs/"
-    wide = [number for number, line in enumerate(lines, 1) if len(line) > COLUMNS]
+    wide = [number for number, line in enumerate(lines, 1)
+            if len(line) > COLUMNS and not line.startswith(("|", "!["))]  # table rows and images render whole
     assert not wide, f"README.md lines {wide} are wider than {COLUMNS} columns"
     first_block = open(README).read().split("```")[1]
     assert "make train" in first_block and "make test" in first_block
@@ -108,3 +111,167 @@ def test_the_license_is_mit_and_the_citation_names_this_project_and_the_papers_i
     implemented = {("Pathak", 2017), ("Burda", 2019), ("Mnih", 2016), ("van Hasselt", 2016), ("Schaul", 2016),
                    ("Horgan", 2018), ("Haarnoja", 2018)}  # the ICM, RND, A3C, Double DQN, PER, Ape-X, SAC
     assert implemented <= cited, f"not cited: {implemented - cited}"
+
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import docs as generator  # noqa: E402  tools/docs.py: the docs' generated blocks
+
+REFERENCE = [README] + sorted(path for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+# Words only history uses: a reference page says what the code does now, and a date, a commit, an issue or a
+# working session belongs to the history pages (docs/history/) or the changelog
+HISTORY_ONLY = {
+    "a date": re.compile(r"(?<!history/)\b20\d\d-\d\d-\d\d\b"),  # not a history page's name
+    "a commit hash": re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "a reference to an issue": re.compile(r"\bissues?\b|(?<![\w/])#\d+\b", re.I),
+    "a working session": re.compile(r"\b(this|last|earlier|previous|next) (session|sitting)\b", re.I),
+    "a narrative": re.compile(r"\b(yesterday|today|we tried|we found|at first|for now)\b", re.I),
+}
+
+
+def test_the_history_check_sees_history():
+    found = [what for what, pattern in HISTORY_ONLY.items() for text in (
+        "measured 2026-11-26", "at commit 5ae08ed", "as issue #72 asks", "in this session", "for now none")
+        if pattern.search(text)]
+    assert sorted(found) == sorted(HISTORY_ONLY), found
+    assert not any(pattern.search(prose("ids `d67a63c6539d`, lr 6.25e-5, epsilon 1e-8, the 17 spawn spots"))
+                   for pattern in HISTORY_ONLY.values())
+
+
+@pytest.mark.parametrize("page", REFERENCE, ids=lambda path: os.path.relpath(path, ROOT))
+def test_a_reference_page_holds_no_dated_history(page):
+    text = re.sub(r"\]\([^)]*\)", "]", prose(open(page).read()))  # a link's target names a history page's date
+    found = [f"{what}: {match.group(0)!r}" for what, pattern in HISTORY_ONLY.items() for match in pattern.finditer(text)]
+    assert not found, f"{os.path.relpath(page, ROOT)} holds history (move it to docs/history/): {found}"
+
+
+@pytest.mark.parametrize("page", REFERENCE, ids=lambda path: os.path.relpath(path, ROOT))
+def test_a_reference_page_is_whole(page):
+    """It starts with its title and ends with a whole sentence, a table, a block or a figure."""
+    lines = [line for line in open(page).read().splitlines() if line.strip()]
+    assert lines[0].startswith("# "), f"{os.path.relpath(page, ROOT)} does not start with its title"
+    assert lines[-1].rstrip().endswith((".", "|", "```", ")", "-->")), \
+        f"{os.path.relpath(page, ROOT)} ends mid-sentence: {lines[-1]!r}"
+
+
+def test_the_generated_blocks_are_what_the_code_and_results_make_now():
+    assert set(generator.GENERATORS) >= {"results", "support-matrix", "flags", "launch-sample", "status-sample"}
+    names = [name for path in generator.pages() for name in generator.rendered(path)[1]]
+    assert {"results", "support-matrix", "flags", "hyperparameters", "presets", "launch-sample"} <= set(names)
+    stale = [os.path.relpath(path, ROOT) for path in generator.stale()]
+    assert not stale, f"generated blocks differ from what the code makes now in {stale}: run python tools/docs.py"
+
+
+def test_a_figure_changed_in_its_results_file_makes_its_page_stale(tmp_path, monkeypatch):
+    """The check reads the committed file: a number changed there no longer matches the page that shows it."""
+    report = json.load(open(os.path.join(ROOT, generator.MARIO_REPORT, "results.json")))
+    report["verdicts"]["mario"]["lead"]["p"] = 0.01
+    changed = tmp_path / "results.json"
+    changed.write_text(json.dumps(report))
+    original = generator.load
+    monkeypatch.setattr(generator, "load", lambda path: json.load(open(changed)) if path.endswith(
+        "mario-study/results.json") else original(path))
+    stale = {os.path.relpath(path, ROOT) for path in generator.stale()}
+    assert {"README.md", "docs/mario-study.md"} <= stale, stale
+
+
+def flag_reference_text():
+    text = open(os.path.join(ROOT, "docs", "configuration.md")).read()
+    return text.split("## The launcher's flags", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_flag_of_train_py_is_in_the_flag_reference():
+    import train
+
+    reference = flag_reference_text()
+    flags = [flag for action in train.build_parser()._actions if action.help != "==SUPPRESS=="
+             for flag in action.option_strings if flag not in ("-h", "--help")]
+    assert len(flags) > 30
+    missing = [flag for flag in flags if f"`{flag}`" not in reference]
+    assert not missing, f"docs/configuration.md lacks {missing}: run python tools/docs.py"
+
+
+def support_rows():
+    """The README's support matrix, {algorithm: {column: cell}}."""
+    block = open(README).read().split("<!-- generated: support-matrix -->", 1)[1].split("<!-- end generated -->")[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in block.splitlines()
+            if line.startswith("|")]
+    head = rows[0]
+    return {row[0].strip("`"): dict(zip(head, row)) for row in rows[2:]}
+
+
+def test_the_support_matrix_says_what_the_code_accepts():
+    """Each algorithm's action spaces as the environments take them (a continuous task refused where the matrix says
+    discrete only), its placements as the launcher plans them, its bonuses as the launcher checks them."""
+    import algorithms
+    import envs
+    import train
+
+    rows = support_rows()
+    assert set(rows) == set(algorithms.NAMES)
+    for name, row in rows.items():
+        continuous = "continuous" in row["actions"]
+        try:
+            envs.create_env("Pendulum-v1", continuous_actions=algorithms.get(name).continuous).close()
+            accepted = True
+        except envs.EnvError:
+            accepted = False
+        assert accepted == continuous, f"{name}: the matrix says continuous {continuous}, the code {accepted}"
+        for workers in ("0", "2"):
+            args = train.parse_args(["--algo", name, "--num-workers", workers, "--env-id", "CartPole-v1"])
+            train.check_args(args)  # raises LaunchError where the placement is not there
+        assert row["one process (`--num-workers 0`)"] == "yes"
+        for bonus in ("none", "action", "rnd", "state", "stateAenc"):
+            assert f"`{bonus}`" in row["`--unsup` bonuses"]
+            args = train.parse_args(["--algo", name, "--num-workers", "0", "--env-id", "PongDeterministic-v4",
+                                     "--unsup", bonus])
+            train.check_args(args)
+
+
+MODULES = {os.path.basename(path)[:-3] for path in glob.glob(os.path.join(ROOT, "*.py"))} - {"setup"}
+
+
+def defined_names(module):
+    """{name: the names a class of that name defines} of a module's top level, read from its source (no import)."""
+    import ast
+
+    tree = ast.parse(open(os.path.join(ROOT, f"{module}.py")).read())
+    names = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names[node.name] = {item.name for item in getattr(node, "body", [])
+                                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))} | {
+                target.id for item in getattr(node, "body", []) if isinstance(item, ast.AnnAssign | ast.Assign)
+                for target in (item.targets if isinstance(item, ast.Assign) else [item.target])
+                if isinstance(target, ast.Name)}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    names[target.id] = set()
+    return names
+
+
+def test_every_module_name_a_reference_page_names_exists():
+    """`a3c.process_rollout`, `sessions.AbortRetrySession`: a page that names a moved or renamed symbol is wrong."""
+    named = re.compile(r"`(" + "|".join(sorted(MODULES)) + r")\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?")
+    wrong = []
+    definitions = {module: defined_names(module) for module in MODULES}
+    for page in REFERENCE:
+        for module, name, member in named.findall(open(page).read()):
+            if name in ("py", "ckpt", "json", "csv", "out"):
+                continue  # a file name (`train.py`, `model.ckpt-5561`), not a symbol
+            defined = definitions[module]
+            if name not in defined or (member and defined[name] and member not in defined[name]):
+                wrong.append(f"{os.path.relpath(page, ROOT)}: {module}.{name}" + (f".{member}" if member else ""))
+    assert not wrong, f"pages name symbols the code does not have: {wrong}"
+
+
+ALGORITHM_HEADINGS = ["What it computes", "How to run it", "What it logs", "Hyper-parameters", "Results", "Not built"]
+
+
+def test_each_algorithm_has_its_page_with_the_same_headings():
+    import algorithms
+
+    for name in algorithms.NAMES:
+        page = os.path.join(ROOT, "docs", f"{name}.md")
+        headings = [line[3:].strip() for line in open(page).read().splitlines() if line.startswith("## ")]
+        assert headings == ALGORITHM_HEADINGS, f"docs/{name}.md: {headings}"

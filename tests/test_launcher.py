@@ -495,7 +495,8 @@ def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
 
 def test_auto_preset_gives_dqn_with_a_bonus_an_update_every_step():
     """The batch of 256 every 4 steps that solves CartPole found no reward on the long corridor with a bonus, where
-    64 every step did (docs/dqn.md): DQN with a bonus on vectors gets the latter, on images the image preset."""
+    64 every step did (docs/history/2026-11-25-dqn.md): DQN with a bonus on vectors gets the latter, on images the
+    image preset."""
     assert constants.resolve_preset("auto", "vector", algo="dqn") == "dqn_classic"
     for unsup in ("action", "rnd", "state", "stateAenc"):
         assert constants.resolve_preset("auto", "vector", unsup=unsup, algo="dqn") == "dqn_classic_curiosity"

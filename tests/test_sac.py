@@ -121,7 +121,7 @@ def test_discrete_sac_in_one_process_evaluates_checkpoints_and_resumes(tmp_path)
     evaluation and a checkpoint every 500 steps, an update per step after the warm-up; the same command again
     goes on from the checkpoint (its step and update count) to the new max_global_steps, its replay refilled from
     the stored episodes, so it trains from its first step. (Not whether it learns the corridor: SAC's entropy
-    bonus, paid every step, outweighs the corridor's +1 for ending the episode; docs/sac.md.)"""
+    bonus, paid every step, outweighs the corridor's +1 for ending the episode; docs/history/2026-11-25-sac.md.)"""
     import tensorflow as tf
 
     flags = ["--algo", "sac", "--env-id", "Corridor-v0", "--log-dir", str(tmp_path), "--eval-every", "500",

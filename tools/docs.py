@@ -1,0 +1,407 @@
+#!/usr/bin/env python
+"""The docs' generated parts: the README's support matrix, results table, speed line and sample outputs; the
+configuration reference (every flag, hyper-parameter and preset); the algorithm pages' results. Each is a block of
+a page between two markers,
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end generated -->
+
+made by GENERATORS[NAME] from the code (its tables, its parser, its printing functions) or from the committed results
+file it names, so that a figure shown on several pages comes from one file and a page cannot drift from it.
+
+    python tools/docs.py            # rewrite every page's blocks
+    python tools/docs.py --check    # exit 1, naming each block that differs from what it would be made (a test)
+"""
+import argparse
+import contextlib
+import glob
+import io
+import json
+import os
+import re
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import algorithms  # noqa: E402
+import constants  # noqa: E402
+import status  # noqa: E402
+import train  # noqa: E402
+
+BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+RESULTS = os.path.join(ROOT, "docs", "results")
+DOOM_REPORT = "docs/results/doom-k4"
+MARIO_REPORT = "docs/results/mario-study"
+DOOM_TASKS = ("doom", "doomSparse", "doomVerySparse")
+DOOM_STARTS = {"doom": "a random one of the 17 spawn spots", "doomSparse": "spawn spot 10 (the paper: ~270 steps "
+               "away, on a map it modified)", "doomVerySparse": "spawn spot 15, the farthest (the paper: ~350 steps, "
+               "on its modified map)"}
+
+
+def pages():
+    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                                recursive=True))
+
+
+def load(path):
+    with open(os.path.join(ROOT, path)) as handle:
+        return json.load(handle)
+
+
+def short(steps):
+    return f"{steps / 1e6:g}M" if steps >= 1_000_000 else f"{steps / 1e3:g}k"
+
+
+def span(values, form="{:,.0f}"):
+    low, high = min(values), max(values)
+    return form.format(low) if low == high else f"{form.format(low)}-{form.format(high)}"
+
+
+def table(head, rows):
+    return "\n".join(["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+                     + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+# ---------------------------------------------------------------- the README's samples, made by the code
+
+SAMPLE_COMMAND = ["--num-workers", "2", "--unsup", "rnd", "--log-dir", "/tmp/rnd-doom"]
+# A run's heartbeats and episodes as status.collect reads them (what the 'status' window showed of a real run), for
+# status.render to draw: the sample is the view's own layout
+SAMPLE_STATUS = {
+    "log_dir": "/tmp/rnd-doom", "algo": "a3c", "env_id": "doom", "unsup": "rnd", "max_global_steps": 100_000_000,
+    "global_step": 70_145, "steps_per_sec": 1_920.0, "episodes": 134, "recent_reward": -0.21, "recent_bonus": 1.146,
+    "recent_success": 0.0,
+    "workers": [{"task": 0, "state": "training", "global_step": 70_145, "steps_per_sec": 1_015.0, "episodes": 67,
+                 "restarts": 0, "age": 1.0},
+                {"task": 1, "state": "training", "global_step": 68_865, "steps_per_sec": 905.0, "episodes": 66,
+                 "restarts": 0, "age": 1.0}]}
+
+
+def launch_sample():
+    args = train.parse_args(SAMPLE_COMMAND)
+    args.exp_name = args.algo
+    train.check_args(args)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        train.announce(train.plan_of(args), isolated=True)
+    return "```\n$ .venv/bin/python train.py " + " ".join(SAMPLE_COMMAND) + "\n" + printed.getvalue() + "```"
+
+
+# The 'status' window of a run with an evaluation process, one of its workers stopped (kill -STOP) for 68 s
+WATCH_STATUS = {
+    **SAMPLE_STATUS, "log_dir": "tmp/doom", "unsup": "action", "global_step": 85_207, "steps_per_sec": 303.0,
+    "episodes": 169, "recent_bonus": 0.3704,
+    "workers": [{"task": 0, "state": "training", "global_step": 85_022, "steps_per_sec": 138.0, "episodes": 99,
+                 "restarts": 0, "age": 2.0},
+                {"task": 1, "state": "STALE", "global_step": 12_080, "steps_per_sec": 169.0, "episodes": 10,
+                 "restarts": 0, "age": 68.0}],
+    "last_eval": {"global_step": 71_919, "mean_reward": -0.21}, "best_eval": {"global_step": 0, "mean_reward": -0.21},
+    "best_kept": True}
+
+
+def status_watch_sample():
+    return ("```\n$ .venv/bin/python status.py --log-dir tmp/doom --tensorboard-port 6006\n"
+            + status.render(WATCH_STATUS, tensorboard_port=6006) + "\n```")
+
+
+def status_sample():
+    return ("```\n$ .venv/bin/python status.py --log-dir /tmp/rnd-doom        # what the tmux window 'status' shows\n"
+            + status.render(SAMPLE_STATUS) + "\n```")
+
+
+# ---------------------------------------------------------------- the support matrix, from the tables
+
+def placements(row):
+    cluster = " + ".join(f"{'1' if role.single or role is row.serving else 'N'} {role.title}"
+                         + ("s" if not role.single and role is not row.serving else "") for role in row.roles)
+    return cluster
+
+
+def support_matrix():
+    pixel = set(constants.PIXEL_CURIOSITY)
+    bonuses = ", ".join(f"`{name}`" + ("*" if name in pixel else "") for name in constants.CURIOSITY_CHOICES)
+    rows = [[f"`{row.name}`", ", ".join(row.actions), bonuses, "yes" if row.local else "no", placements(row),
+             "0" if row.default_workers == 0 else "one per core"]
+            for row in algorithms.ALGORITHMS.values()]
+    return (table(["`--algo`", "actions", "`--unsup` bonuses", "one process (`--num-workers 0`)",
+                   "cluster (`--num-workers N`)", "default `--num-workers`"], rows)
+            + "\n\n\\* on image observations only: they predict the next frame's pixels.")
+
+
+# ---------------------------------------------------------------- results, from the committed files
+
+def doom_line(task, results):
+    methods, verdict = results["tasks"][task], results["verdicts"][task]
+    by = reproduce_paper()[task]["by"]
+    cells = []
+    for method, label in (("icm", "ICM"), ("a3c", "A3C")):
+        seeds = list(methods[method]["seeds"].values())
+        at_end = [seed["success_at"]["5000000"] for seed in seeds]
+        solved = sum(seed.get("sustained_from") is not None and seed["sustained_from"] <= by for seed in seeds)
+        cells.append(f"{label} {span(at_end, '{:.2f}')}, {solved} of {len(seeds)} solved for good by {short(by)}")
+    paper = reproduce_paper()[task]
+    return [f"`{task}`", DOOM_STARTS[task], "2 workers x 4 envs, 5M steps, 3 seeds a method",
+            "success over the last 100 episodes at 5M; solved for good (every 1,000 episodes in a row >= 90% to the "
+            "end) by the paper's step", "; ".join(cells), f"ICM {paper['icm']}; A3C {paper['a3c']}",
+            f"{verdict['verdict']}"]
+
+
+def reproduce_paper():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import reproduce
+
+    return reproduce.PAPER
+
+
+def mario_line(results):
+    methods, verdict = results["tasks"]["mario"], results["verdicts"]["mario"]
+    lead = verdict["lead"]
+    icm, a3c = (methods[m]["distance_at"]["1500000"] for m in ("icm", "a3c"))
+    goals = lead["goals"]
+    return ["`mario` 1-1, `--noReward`", "the level's start", "2 workers x 1 env, 1.5M steps, 3 seeds a method",
+            "distance (the game's x) over the last 100 episodes at 1.5M, the seeds' mean +- standard error; episodes "
+            "that reached the flag",
+            f"ICM {icm['mean']:.0f} +- {icm['error']:.0f}, A3C {a3c['mean']:.0f} +- {a3c['error']:.0f}: the lead "
+            f"{lead['difference']:.0f} +- {lead['error']:.0f}, Welch p = {lead['p']:.2f} (3 seeds do not separate the "
+            f"means); the flag in {goals['icm']['goals']} of {goals['icm']['episodes']:,} ICM episodes, "
+            f"{goals['a3c']['goals']} of {goals['a3c']['episodes']:,} A3C",
+            "ICM 711 +- 59 (Table 1; no A3C without reward)", verdict["verdict"] + " (the ICM's distance)"]
+
+
+def time_to_solve(path):
+    """A cartpole_time_to_solve.py file in brief: seeds solved, at which steps and seconds."""
+    results = load(path)["results"]
+    solved = [r for r in results if r["solved"]]
+    text = f"solved in {len(solved)} of {len(results)} seeds"
+    if solved:
+        text += (f", at {span([r['global_step'] / 1e3 for r in solved], '{:.0f}k')} steps "
+                 f"({span([r['seconds'] for r in solved])} s)")
+    return text
+
+
+def first_greedy_solve(path):
+    """A time-to-solve file whose greedy evaluations are the measure: the step each seed's first solved."""
+    results = load(path)["results"]
+    steps = [r["first_eval_solved_step"] for r in results if r.get("first_eval_solved_step")]
+    return (f"greedy evaluation at the solved mean in {len(steps)} of {len(results)} seeds, first at "
+            f"{span([s / 1e3 for s in steps], '{:.0f}k')} steps")
+
+
+def exploration(path, labels):
+    """A curiosity_exploration.py file in brief: per configuration, the seeds that reached the goal, and when."""
+    results = load(path)["results"]
+    parts = []
+    for config, label in labels.items():
+        runs = [r for r in results if r["config"] == config]
+        found = [r["first_success_step"] for r in runs if r["successes"]]
+        parts.append(f"{label} {len(found)} of {len(runs)}"
+                     + (f" (first at {span([s / 1e3 for s in found], '{:.1f}k')})" if found else ""))
+    return "; ".join(parts)
+
+
+def pong(path):
+    data = load(path)
+    parts = [f"{r['replay']} {r['mean_return_at'][str(data['steps'])]:.1f}" for r in data["results"]]
+    return f"mean return of the last {data['window']} episodes at {short(data['steps'])}: " + ", ".join(parts)
+
+
+# (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
+OTHER_RESULTS = (
+    ("a3c", "`CartPole-v1`", "A3C, one process", "`classic` preset, 8 envs", "mean of 475 over 100 episodes (solved)",
+     lambda: time_to_solve("docs/results/a3c-one-process/time_to_solve.json"),
+     "docs/results/a3c-one-process/time_to_solve.json"),
+    ("dqn", "`CartPole-v1`", "DQN, one process, prioritized replay", "`dqn_classic` but batch 64", "greedy evaluation solved",
+     lambda: first_greedy_solve("docs/results/dqn/per-vs-uniform-cartpole/prioritized.json") + " (uniform replay: "
+     + first_greedy_solve("docs/results/dqn/per-vs-uniform-cartpole/uniform.json").split(", first at ")[1] + ")",
+     "docs/results/dqn/per-vs-uniform-cartpole/"),
+    ("dqn", "`CartPole-v1`", "Ape-X DQN: a learner, 2 actors", "`dqn_classic`, 2 cores", "mean of 475 over 100 episodes",
+     lambda: time_to_solve("docs/results/dqn/apex-cartpole-preset-batch256/time_to_solve.json"),
+     "docs/results/dqn/apex-cartpole-preset-batch256/time_to_solve.json"),
+    ("dqn", "`PongDeterministic-v4`", "DQN, prioritized against uniform replay, 1 seed each", "`dqn` preset, 3M steps",
+     "the game's return", lambda: pong("docs/results/dqn/pong-per-vs-uniform/replay_learning.json"),
+     "docs/results/dqn/pong-per-vs-uniform/replay_learning.json"),
+    ("dqn", "`CorridorLong-v0`", "DQN alone, + ICM, + RND, 3 seeds each", "`dqn_classic_curiosity`, 30k steps",
+     "seeds that reached the goal",
+     lambda: exploration("docs/results/dqn/corridorlong-dqn-icm-rnd-30k.json",
+                         {"dqn": "DQN", "dqn_icm": "+ ICM", "dqn_rnd": "+ RND"}),
+     "docs/results/dqn/corridorlong-dqn-icm-rnd-30k.json"),
+    ("sac", "`Pendulum-v1`", "SAC, one process, 3 seeds", "`sac_classic`", "mean of -200 over 10 episodes",
+     lambda: time_to_solve("docs/results/sac/pendulum-3seeds.json"), "docs/results/sac/pendulum-3seeds.json"),
+    ("sac", "`CartPole-v1`", "SAC, discrete actions, 3 seeds", "`sac_classic`, 35k steps", "greedy evaluation solved",
+     lambda: first_greedy_solve("docs/results/sac/cartpole-discrete-3seeds-35k-quiet.json"),
+     "docs/results/sac/cartpole-discrete-3seeds-35k-quiet.json"),
+    ("sac", "`MountainCarContinuous-v0`", "SAC alone, + ICM, + RND, 3 seeds each", "`sac_classic`, 20k steps",
+     "seeds that reached the flag",
+     lambda: exploration("docs/results/sac/mountaincarcontinuous-relabel/curiosity_exploration.json",
+                         {"sac": "SAC", "sac_icm": "+ ICM", "sac_rnd": "+ RND"}),
+     "docs/results/sac/mountaincarcontinuous-relabel/curiosity_exploration.json"),
+)
+
+
+def link(path, page_dir):
+    return f"[{os.path.basename(path.rstrip('/')) or path}]({os.path.relpath(os.path.join(ROOT, path), page_dir)})"
+
+
+def results_table(page_dir):
+    """The README's results: a line a task, saying what was compared, the set-up, the measure, and the file."""
+    return study_table(page_dir, DOOM_TASKS + ("mario",))
+
+
+def study_table(page_dir, tasks):
+    """The results table's lines of the study's `tasks`."""
+    doom = load(f"{DOOM_REPORT}/results.json")
+    rows = [doom_line(task, doom) + [link(f"{DOOM_REPORT}/results.md", page_dir)] for task in tasks if task != "mario"]
+    if "mario" in tasks:
+        rows.append(mario_line(load(f"{MARIO_REPORT}/results.json")) + [link(f"{MARIO_REPORT}/results.md", page_dir)])
+    return table(["task", "start", "set-up", "measure", "here", "the paper", "verdict", "file"], rows)
+
+
+def random_agents(page_dir):
+    """Each study task's random agent: its episodes, its seed (a task's own), what it reached, and its file."""
+    rows = []
+    for report, task in [(DOOM_REPORT, task) for task in DOOM_TASKS] + [(MARIO_REPORT, "mario")]:
+        path = f"{report}/{task}/random_agent.json"
+        summary = load(path)
+        reached = (f"the vest in {summary['success_rate']:.0%} of them" if task != "mario"
+                   else f"{summary['mean_distance']:.0f} on average")
+        rows.append([f"`{task}`", f"{summary['episodes']}", str(summary.get("seed", 0)), reached, link(path, page_dir)])
+    return table(["task", "episodes", "seed", "reached", "file"], rows)
+
+
+def other_results(page_dir, algo=None):
+    """The other learners' results (one algorithm's where `algo` says)."""
+    rows = [[task, compared, setup, measure, result(), link(path, page_dir)]
+            for name, task, compared, setup, measure, result, path in OTHER_RESULTS if algo in (None, name)]
+    return table(["task", "compared", "set-up", "measure", "result", "file"], rows)
+
+
+def speed_line(page_dir):
+    path = "docs/results/doom-dense/k4/throughput-k4-k16.json"
+    runs = {r["envs_per_worker"]: r for r in load(path)["results"] if r["measurement"] == "training"}
+    k4, k16 = runs[4]["aggregate_steps_per_sec"], runs[16]["aggregate_steps_per_sec"]
+    return textwrap.fill(f"Speed, 2 workers on 2 cores with the ICM, in one run ({link(path, page_dir)}): {k4:,.0f} "
+                         f"environment steps/s at the `doom` preset's 4 environments a worker, {k16:,.0f} at 16 "
+                         f"({k16 / k4:.2f}x, with a quarter of the updates per step).", width=118,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def benchmark_reference(page_dir):
+    """Each benchmark: what its docstring's first sentence says it measures, and the first command it shows."""
+    import ast
+
+    rows = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "benchmarks", "*.py"))):
+        doc = ast.get_docstring(ast.parse(open(path).read())) or ""
+        first = " ".join(doc.split("\n\n")[0].split())
+        command = next((" ".join(line.split()) for line in doc.splitlines()
+                        if line.strip().startswith("python benchmarks/")), "")
+        name = os.path.relpath(path, ROOT)
+        rows.append([f"[`{name}`]({os.path.relpath(path, page_dir)})", cell(first),
+                     f"`{command.rstrip(chr(92)).strip()}`" if command else "see its `--help`"])
+    return table(["script", "what it measures", "a command it shows"], rows)
+
+
+# ---------------------------------------------------------------- the configuration reference, from the code
+
+def cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def flag_reference():
+    rows = []
+    for action in train.build_parser()._actions:  # argparse keeps no public list of them
+        if action.help == argparse.SUPPRESS or not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        spellings = ", ".join(f"`{flag}`" for flag in action.option_strings)
+        default = "" if action.default in (None, False, [], argparse.SUPPRESS) else f"`{action.default}`"
+        choices = f" ({', '.join(map(str, action.choices))})" if action.choices else ""
+        meaning = re.sub(r", \d+ here\)", ")", action.help or "")  # this machine's core count: not the docs'
+        rows.append([spellings, default, cell(meaning % {"default": action.default}) + choices])
+    return table(["flag", "default", "meaning"], rows)
+
+
+def hyperparameter_reference():
+    own = {parameter.name: row.name for row in algorithms.ALGORITHMS.values()
+           for parameter in row.own_hyperparameters}
+    rows = [[f"`{name}`", f"`{value!r}`", (f"`--algo {own[name]}` only: " if name in own else "")
+             + cell(constants.HELP[name])] for name, value in constants.Config().to_dict().items()]
+    return table(["name (`--set NAME=VALUE`)", "default", "meaning"], rows)
+
+
+def preset_reference():
+    rows = []
+    for row in algorithms.ALGORITHMS.values():
+        auto = {}
+        for key, preset in row.presets.items():
+            auto.setdefault(preset, []).append(key.replace("_bonus", " with a bonus"))
+        for name, values in row.hyperparameters.items():
+            shown = ", ".join(f"{key}={value}" for key, value in values.items()) or "the defaults"
+            rows.append([f"`{name}`", f"`{row.name}`", ", ".join(auto.get(name, [])) or "-", cell(shown)])
+    return table(["preset", "`--algo`", "`--preset auto` picks it for", "values"], rows)
+
+
+GENERATORS = {
+    "launch-sample": lambda page_dir: launch_sample(),
+    "status-sample": lambda page_dir: status_sample(),
+    "status-watch-sample": lambda page_dir: status_watch_sample(),
+    "support-matrix": lambda page_dir: support_matrix(),
+    "results": results_table,
+    "doom-results": lambda page_dir: study_table(page_dir, DOOM_TASKS),
+    "mario-results": lambda page_dir: study_table(page_dir, ("mario",)),
+    "random-agents": random_agents,
+    "other-results": other_results,
+    **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
+    "speed": speed_line,
+    "benchmarks": benchmark_reference,
+    "flags": lambda page_dir: flag_reference(),
+    "hyperparameters": lambda page_dir: hyperparameter_reference(),
+    "presets": lambda page_dir: preset_reference(),
+}
+
+
+def rendered(path):
+    """The page at `path` with every block made again, and the names of the blocks it has."""
+    text = open(path).read()
+    names = []
+
+    def make(match):
+        name = match.group(2)
+        names.append(name)
+        if name not in GENERATORS:
+            raise SystemExit(f"{os.path.relpath(path, ROOT)}: no generator named {name!r} (tools/docs.py)")
+        return match.group(1) + GENERATORS[name](os.path.dirname(path)) + "\n" + match.group(4)
+
+    return BLOCK.sub(make, text), names
+
+
+def stale():
+    """The pages whose blocks differ from what they would be made now."""
+    found = []
+    for path in pages():
+        text, _ = rendered(path)
+        if text != open(path).read():
+            found.append(path)
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is stale")
+    args = parser.parse_args(argv)
+    differ = stale()
+    if args.check:
+        for path in differ:
+            print(f"{os.path.relpath(path, ROOT)}: generated blocks are stale: run python tools/docs.py")
+        return 1 if differ else 0
+    for path in differ:
+        text = rendered(path)[0]
+        with open(path, "w") as handle:
+            handle.write(text)
+        print(f"rewrote {os.path.relpath(path, ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
