@@ -176,9 +176,17 @@ def time_to_solve(path):
     solved = [r for r in results if r["solved"]]
     text = f"solved in {len(solved)} of {len(results)} seeds"
     if solved:
-        text += (f", at {span([r['global_step'] / 1e3 for r in solved], '{:.0f}k')} steps "
+        text += (f", at {span([r['global_step'] / 1e3 for r in solved], '{:.1f}k')} steps "
                  f"({span([r['seconds'] for r in solved])} s)")
     return text
+
+
+def solved_steps(path):
+    """A time-to-solve file's seeds solved and at which steps (its seconds left out: such runs shared the cores)."""
+    results = load(path)["results"]
+    solved = [r for r in results if r["solved"]]
+    return (f"{len(solved)} of {len(results)} seeds, at {span([r['global_step'] / 1e3 for r in solved], '{:.1f}k')} "
+            "steps")
 
 
 def first_greedy_solve(path):
@@ -212,9 +220,10 @@ OTHER_RESULTS = (
     ("a3c", "`CartPole-v1`", "A3C, one process", "`classic` preset, 8 envs", "mean of 475 over 100 episodes (solved)",
      lambda: time_to_solve("docs/results/a3c-one-process/time_to_solve.json"),
      "docs/results/a3c-one-process/time_to_solve.json"),
-    ("dqn", "`CartPole-v1`", "DQN, one process, prioritized replay", "`dqn_classic` but batch 64", "greedy evaluation solved",
-     lambda: first_greedy_solve("docs/results/dqn/per-vs-uniform-cartpole/prioritized.json") + " (uniform replay: "
-     + first_greedy_solve("docs/results/dqn/per-vs-uniform-cartpole/uniform.json").split(", first at ")[1] + ")",
+    ("dqn", "`CartPole-v1`", "DQN, one process, prioritized against uniform replay, 3 seeds each", "`dqn_classic`",
+     "mean of 475 over 100 episodes", lambda: "prioritized " + solved_steps(
+         "docs/results/dqn/per-vs-uniform-cartpole/prioritized.json") + "; uniform " + solved_steps(
+         "docs/results/dqn/per-vs-uniform-cartpole/uniform.json"),
      "docs/results/dqn/per-vs-uniform-cartpole/"),
     ("dqn", "`CartPole-v1`", "Ape-X DQN: a learner, 2 actors", "`dqn_classic`, 2 cores", "mean of 475 over 100 episodes",
      lambda: time_to_solve("docs/results/dqn/apex-cartpole-preset-batch256/time_to_solve.json"),
@@ -303,6 +312,83 @@ def benchmark_reference(page_dir):
     return table(["script", "what it measures", "a command it shows"], rows)
 
 
+ENV_SPEED = "docs/results/env-speed"  # benchmarks/throughput.py --measurements env --out <ENV_SPEED>/<id>
+
+
+def env_speed(page_dir):
+    """Each measured environment's agent steps a second alone, from its throughput.json."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(ROOT, ENV_SPEED, "*", "throughput.json"))):
+        data = load(os.path.relpath(path, ROOT))
+        run = next(r for r in data["results"] if r["measurement"] == "env")
+        flags = " `--envWrap`" if data.get("env_wrap") else ""
+        rows.append([f"`{data['env_id']}`{flags}", f"{run['aggregate_steps_per_sec']:,.0f}",
+                     link(os.path.relpath(path, ROOT), page_dir)])
+    return table(["id", "agent steps/s", "file"], rows)
+
+
+def ps_load(page_dir):
+    """What one parameter server spends per update, from the --num-ps measurements."""
+    paths = ["docs/results/num-ps/doom-icm-k16-4-8-workers.json", "docs/results/num-ps/doom-icm-k1-8-workers-rollout1.json"]
+    costs = [r["profile"]["ps_cpu_ms_per_update"] for path in paths for r in load(path)["results"] if r["num_ps"] == 1]
+    return textwrap.fill(
+        f"One parameter server spent {min(costs):.0f}-{max(costs):.0f} ms of CPU per update of the ICM model on these "
+        f"machines (an update moves every variable's gradient in and its value out, whatever its batch), so one core of "
+        f"it serves about {1000 / max(costs):.0f}-{1000 / min(costs):.0f} updates a second, and a second server pays only "
+        f"beyond that ({', '.join(link(path, page_dir) for path in paths)}; `benchmarks/throughput.py --num-ps 1 2` "
+        "measures both, with the servers' CPU per update).", width=118, break_long_words=False, break_on_hyphens=False)
+
+
+def soak_line(page_dir):
+    path = "docs/results/soak/doom-2workers-k16-60min.json"
+    data = load(path)
+    growth = [value for name, value in data["rss_growth_after_warm_up"].items()
+              if name.startswith("w-") and not name.endswith("anon")]
+    return textwrap.fill(
+        f"In a {data['minutes']:.0f}-minute Doom run of {data['workers']} workers with the ICM at 16 environments a "
+        f"worker, the workers' memory grew by {min(growth):.1%}-{max(growth):.1%} after its warm-up "
+        f"({link(path, page_dir)}; the cause is not found).", width=118, break_long_words=False,
+        break_on_hyphens=False)
+
+
+SPAWNS = "docs/results/doom-spawns/spawns.csv"  # benchmarks/doom_spawn_distances.py --out docs/results/doom-spawns
+PAPER_SPAWN_STEPS = {"doomSparse": 270, "doomVerySparse": 350}  # the paper's rooms' distances, in its "steps"
+
+
+def spawn_table(page_dir):
+    """MyWayHome's spawn spots by their distance to the vest, the two the sparse tasks start on named, and how their
+    scripted steps compare with the paper's counts."""
+    import csv
+
+    with open(os.path.join(ROOT, SPAWNS)) as handle:
+        spots = sorted(csv.DictReader(handle), key=lambda spot: -float(spot["path_units"]))
+    rows, rest = [], []
+    for spot in spots:
+        named = spot["variant"] or len(rows) < 5
+        if not named:
+            rest.append(spot)
+            continue
+        tics = f" ({int(spot['steps']) * 4} tics)" if spot["variant"] else ""
+        rows.append([f"{spot['spot']} ({float(spot['x']):.0f}, {float(spot['y']):.0f})",
+                     f"{float(spot['path_units']):,.0f}", spot["steps"] + tics,
+                     f"`{spot['variant']}`" if spot["variant"] else ""])
+    if rest:
+        rows.append([", ".join(spot["spot"] for spot in rest),
+                     f"{float(rest[0]['path_units']):,.0f} down to {float(rest[-1]['path_units']):,.0f}",
+                     f"{rest[0]['steps']} down to {rest[-1]['steps']}", ""])
+    tics = {spot["variant"]: int(spot["steps"]) * 4 for spot in spots if spot["variant"]}
+    ours = tics["doomSparse"] / tics["doomVerySparse"]
+    theirs = PAPER_SPAWN_STEPS["doomSparse"] / PAPER_SPAWN_STEPS["doomVerySparse"]
+    return (table(["spawn spot (x, y)", "path (map units)", "scripted steps to the vest (4 tics each)", "task"], rows)
+            + "\n\n" + textwrap.fill(
+                f"From {link(SPAWNS, page_dir)}. The scripted steps are an upper bound on the optimal policy's. The "
+                f"paper's {PAPER_SPAWN_STEPS['doomSparse']} and {PAPER_SPAWN_STEPS['doomVerySparse']} \"steps\" are "
+                f"close to these spots' counts in tics ({tics['doomSparse']} and {tics['doomVerySparse']}), not in "
+                f"4-tic agent steps; their ratio ({theirs:.2f}) is close to ours ({ours:.2f}), and the very sparse "
+                "start is, as in the paper, the farthest point of the map.", width=118, break_long_words=False,
+                break_on_hyphens=False))
+
+
 # ---------------------------------------------------------------- the configuration reference, from the code
 
 def cell(text):
@@ -355,6 +441,10 @@ GENERATORS = {
     **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
     "speed": speed_line,
     "benchmarks": benchmark_reference,
+    "spawns": spawn_table,
+    "env-speed": env_speed,
+    "ps-load": ps_load,
+    "soak": soak_line,
     "flags": lambda page_dir: flag_reference(),
     "hyperparameters": lambda page_dir: hyperparameter_reference(),
     "presets": lambda page_dir: preset_reference(),
