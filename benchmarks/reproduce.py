@@ -726,22 +726,28 @@ def lead_over_a3c(methods, step):
 
     icm, a3c = ([run["distance_at"][str(step)] for run in methods[method]["seeds"].values()
                  if finished(run) and run["distance_at"].get(str(step)) is not None] for method in ("icm", "a3c"))
-    test = scipy.stats.ttest_ind(icm, a3c, equal_var=False)
     error = float(np.sqrt(np.var(icm, ddof=1) / len(icm) + np.var(a3c, ddof=1) / len(a3c)))
+    # Welch's test needs the seeds to vary: with none (or one seed a method) there is nothing to test
+    test = scipy.stats.ttest_ind(icm, a3c, equal_var=False) if error > 0 else None
     goals = {method: {key: methods[method].get(key) for key in ("goals", "episodes", "seeds_with_goals",
                                                                  "runs_finished")} for method in ("icm", "a3c")}
-    return {"difference": float(np.mean(icm) - np.mean(a3c)), "error": error, "t": float(test.statistic),
-            "p": float(test.pvalue), "seeds": [len(icm), len(a3c)], "goals": goals}
+    return {"difference": float(np.mean(icm) - np.mean(a3c)), "error": error,
+            "t": float(test.statistic) if test else None, "p": float(test.pvalue) if test else None,
+            "seeds": [len(icm), len(a3c)], "goals": goals}
 
 
 def lead_line(lead):
     """The line under Mario's verdict: the ICM's lead over A3C with its test, and the flags."""
     icm, a3c = lead["goals"]["icm"], lead["goals"]["a3c"]
-    separated = ("separate the means at the 5% level" if lead["p"] < 0.05 else
-                 "do not separate the means at the 5% level")
+    if lead["p"] is None:
+        tested = "the seeds do not vary: no test to give)"
+    else:
+        separated = ("separate the means at the 5% level" if lead["p"] < 0.05 else
+                     "do not separate the means at the 5% level")
+        tested = (f"Welch's t-test over {lead['seeds'][0]} + {lead['seeds'][1]} seeds: t = {lead['t']:.2f}, p = "
+                  f"{lead['p']:.2f}): {lead['seeds'][0]} seeds a method {separated}")
     return (f"The ICM's lead over A3C: {lead['difference']:.0f} +- {lead['error']:.0f} (difference of the seeds' "
-            f"means +- its standard error; Welch's t-test over {lead['seeds'][0]} + {lead['seeds'][1]} seeds: t = "
-            f"{lead['t']:.2f}, p = {lead['p']:.2f}): {lead['seeds'][0]} seeds a method {separated}. The flag: "
+            f"means +- its standard error; {tested}. The flag: "
             f"reached in {icm['goals']:,} of {icm['episodes']:,} ICM episodes ({icm['seeds_with_goals']} of "
             f"{icm['runs_finished']} seeds), {a3c['goals']:,} of {a3c['episodes']:,} A3C episodes "
             f"({a3c['seeds_with_goals']} of {a3c['runs_finished']} seeds).")
