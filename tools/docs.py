@@ -157,6 +157,14 @@ def reproduce_paper():
     return reproduce.PAPER
 
 
+def tested(lead):
+    """The Welch test of the ICM's lead over A3C, in brief."""
+    if lead["p"] is None:
+        return "the seeds do not vary: no test"
+    return (f"Welch p = {lead['p']:.2f} ({lead['seeds'][0]} seeds a method "
+            + ("separate" if lead["p"] < 0.05 else "do not separate") + " the means)")
+
+
 def mario_line(results):
     methods, verdict = results["tasks"]["mario"], results["verdicts"]["mario"]
     lead = verdict["lead"]
@@ -166,8 +174,8 @@ def mario_line(results):
             "distance (the game's x) over the last 100 episodes at 1.5M, the seeds' mean +- standard error; episodes "
             "that reached the flag",
             f"ICM {icm['mean']:.0f} +- {icm['error']:.0f}, A3C {a3c['mean']:.0f} +- {a3c['error']:.0f}: the lead "
-            f"{lead['difference']:.0f} +- {lead['error']:.0f}, Welch p = {lead['p']:.2f} (3 seeds do not separate the "
-            f"means); the flag in {goals['icm']['goals']} of {goals['icm']['episodes']:,} ICM episodes, "
+            f"{lead['difference']:.0f} +- {lead['error']:.0f}, " + tested(lead)
+            + f"; the flag in {goals['icm']['goals']} of {goals['icm']['episodes']:,} ICM episodes, "
             f"{goals['a3c']['goals']} of {goals['a3c']['episodes']:,} A3C",
             "ICM 711 +- 59 (Table 1; no A3C without reward)", verdict["verdict"] + " (the ICM's distance)"]
 
