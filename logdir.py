@@ -168,18 +168,26 @@ def episode_files(directory):
     return sorted(glob.glob(os.path.join(directory, "*.npz")))
 
 
-def read_episodes(directory, max_steps=None):
-    """The newest episodes of `directory` whose steps add up to at most `max_steps` (all without it), oldest first;
-    a file that cannot be read whole (cut short, not an episode) is skipped with a warning."""
+def read_episode(path):
+    """The episode in `path`, {EPISODE_KEYS: arrays}; None, with a warning, for a file that cannot be read whole
+    (cut short, not an episode)."""
     import numpy as np
 
+    try:
+        with np.load(path) as data:
+            return {key: data[key] for key in EPISODE_KEYS}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        logger.warning("skipping episode file %s: it cannot be read whole (%s)", path, error)
+        return None
+
+
+def read_episodes(directory, max_steps=None):
+    """The newest episodes of `directory` whose steps add up to at most `max_steps` (all without it), oldest first;
+    a file that cannot be read whole is skipped with a warning."""
     episodes, steps = [], 0
     for path in reversed(episode_files(directory)):
-        try:
-            with np.load(path) as data:
-                episode = {key: data[key] for key in EPISODE_KEYS}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            logger.warning("skipping episode file %s: it cannot be read whole (%s)", path, error)
+        episode = read_episode(path)
+        if episode is None:
             continue
         length = len(episode["reward"]) - 1
         if max_steps is not None and steps + length > max_steps:
