@@ -82,3 +82,161 @@ def cross_entropy_method(returns_of, batch, horizon, action_size, candidates, it
         return start[0]
     means, _ = tf.scan(refit, tf.range(iterations), initializer=start, back_prop=False)
     return means[-1]
+
+
+# ---------------------------------------------------------------- the recurrent state-space model
+
+STATE_SIZE, BELIEF_SIZE, HIDDEN_SIZE, MIN_STDDEV = 30, 200, 200, 0.1  # PlaNet's RSSM
+SCOPE = "world_model"  # every variable of the model: --restore-include 'world_model/.*' loads it alone
+
+
+def dense(x, size, name, activation=None):
+    """A fully connected layer with Glorot-uniform weights, in the current variable scope."""
+    with tf1.variable_scope(name):
+        weights = tf1.get_variable("w", [int(x.shape[-1]), size], initializer=tf1.glorot_uniform_initializer())
+        bias = tf1.get_variable("b", [size], initializer=tf1.zeros_initializer())
+        y = tf.matmul(x, weights) + bias
+        return activation(y) if activation else y
+
+
+def gru(inputs, state, size, name):
+    """One step of a gated recurrent unit (Cho et al. 2014): the reset gate r, the update gate u,
+    h' = u h + (1 - u) tanh(W [x, r h])."""
+    with tf1.variable_scope(name):
+        reset, update = tf.split(dense(tf.concat([inputs, state], -1), 2 * size, "gates", tf.sigmoid), 2, axis=-1)
+        candidate = dense(tf.concat([inputs, reset * state], -1), size, "candidate", tf.tanh)
+        return update * state + (1.0 - update) * candidate
+
+
+class RSSM:
+    """PlaNet's recurrent state-space model: a deterministic belief h_t (a GRU) and a stochastic state s_t, a diagonal
+    Gaussian. The prior p(s_t | h_t), h_t = f(h_t-1, s_t-1, a_t-1), imagines without observations; the posterior
+    q(s_t | h_t, e_t) also sees the observation's embedding e_t. A state is a dict of `mean`, `stddev`, `sample`
+    ([batch, state_size] each) and `belief` ([batch, belief_size]); its features are [s_t, h_t]."""
+
+    def __init__(self, state_size=STATE_SIZE, belief_size=BELIEF_SIZE, hidden_size=HIDDEN_SIZE,
+                 min_stddev=MIN_STDDEV, scope=f"{SCOPE}/rssm"):
+        self.state_size, self.belief_size, self.hidden_size = state_size, belief_size, hidden_size
+        self.min_stddev, self.scope = min_stddev, scope
+
+    def initial(self, batch):
+        zeros = tf.zeros([batch, self.state_size])
+        return {"mean": zeros, "stddev": zeros, "sample": zeros, "belief": tf.zeros([batch, self.belief_size])}
+
+    @staticmethod
+    def features(state):
+        return tf.concat([state["sample"], state["belief"]], -1)
+
+    def _gaussian(self, hidden, name):
+        mean = dense(hidden, self.state_size, f"{name}_mean")
+        stddev = dense(hidden, self.state_size, f"{name}_stddev", tf.nn.softplus) + self.min_stddev
+        return {"mean": mean, "stddev": stddev, "sample": mean + stddev * tf.random.normal(tf.shape(mean))}
+
+    def prior(self, state, action):
+        """p(s_t | h_t): the next state imagined from `state` and the action taken in it."""
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE):
+            hidden = dense(tf.concat([state["sample"], action], -1), self.hidden_size, "transition_in", tf.nn.elu)
+            belief = gru(hidden, state["belief"], self.belief_size, "belief")
+            hidden = dense(belief, self.hidden_size, "transition_out", tf.nn.elu)
+            return {**self._gaussian(hidden, "prior"), "belief": belief}
+
+    def posterior(self, state, action, embedding):
+        """(the prior, q(s_t | h_t, e_t)): the next state given its observation's embedding too."""
+        prior = self.prior(state, action)
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE):
+            hidden = dense(tf.concat([prior["belief"], embedding], -1), self.hidden_size, "posterior_in", tf.nn.elu)
+            return prior, {**self._gaussian(hidden, "posterior"), "belief": prior["belief"]}
+
+    def observe(self, embeddings, actions, state=None):
+        """(priors, posteriors) of a batch of sequences, [batch, time, ...] each: step t takes a_t, the action that
+        led to o_t (the stored episodes' row t: the first row's is zero), and e_t."""
+        batch = tf.shape(embeddings)[0]
+        state = self.initial(batch) if state is None else state
+
+        def step(carried, inputs):
+            _, posterior = carried
+            return self.posterior(posterior, *inputs)
+
+        time_major = (tf.transpose(actions, [1, 0, 2]), tf.transpose(embeddings, [1, 0, 2]))
+        priors, posteriors = tf.scan(step, time_major, initializer=(state, state))
+        return batch_major(priors), batch_major(posteriors)
+
+    def imagine(self, state, actions):
+        """The prior states [batch, horizon, ...] that `actions` [batch, horizon, action_size] lead to from `state`."""
+        priors = tf.scan(lambda carried, action: self.prior(carried, action), tf.transpose(actions, [1, 0, 2]),
+                         initializer=state)
+        return batch_major(priors)
+
+
+def batch_major(states):
+    """A scanned state's [time, batch, ...] parts as [batch, time, ...]."""
+    return {key: tf.transpose(value, [1, 0] + list(range(2, value.shape.ndims))) for key, value in states.items()}
+
+
+# ---------------------------------------------------------------- the world model: encoder, decoder, reward, loss
+
+REWARD_SCALE = 10.0  # the reward's log-likelihood weighs this much beside the observations' (PlaNet's)
+LEARNING_RATE, ADAM_EPSILON, GRADIENT_CLIP = 1e-3, 1e-4, 1000.0  # PlaNet's optimiser
+
+
+class WorldModel:
+    """The RSSM with its observation's encoder and decoder and a reward head, for vector observations (MLPs of
+    `hidden_size`); its loss, -log p(o_t | s_t, h_t) - REWARD_SCALE log p(r_t | s_t, h_t) + max(0, KL(q || p) - free
+    nats), each a mean over the batch's steps; its train op. The observations' and rewards' densities are Gaussians
+    of unit variance."""
+
+    def __init__(self, observation_size, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE):
+        self.observation_size, self.action_size, self.hidden_size, self.scope = (observation_size, action_size,
+                                                                                 hidden_size, scope)
+        self.rssm = rssm or RSSM(scope=f"{scope}/rssm")
+
+    def _mlp(self, x, output_size, name):
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope(name):
+            for layer in range(2):
+                x = dense(x, self.hidden_size, f"hidden_{layer}", tf.nn.elu)
+            return dense(x, output_size, "out")
+
+    def encode(self, observations):
+        """The embeddings e_t of observations [batch, time, observation_size]."""
+        return self._mlp(observations, self.hidden_size, "encoder")
+
+    def decode(self, features):
+        return self._mlp(features, self.observation_size, "decoder")
+
+    def reward(self, features):
+        return self._mlp(features, 1, "reward")[..., 0]
+
+    def losses(self, observations, actions, rewards, nats=FREE_NATS):
+        """{name: scalar} of a batch of sequences [batch, time, ...] as the stored episodes give them (row t: o_t, the
+        action that led to it, the reward it brought), and the posteriors."""
+        priors, posteriors = self.rssm.observe(self.encode(observations), actions)
+        features = self.rssm.features(posteriors)
+        observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features)))
+        reward_ll = tf.reduce_mean(gaussian_log_likelihood(rewards, self.reward(features), axes=()))
+        kl = diagonal_gaussian_kl(posteriors["mean"], posteriors["stddev"], priors["mean"], priors["stddev"])
+        divergence = tf.reduce_mean(free_nats(kl, nats))
+        return {"observation_ll": observation_ll, "reward_ll": reward_ll, "kl": tf.reduce_mean(kl),
+                "divergence": divergence,
+                "loss": -observation_ll - REWARD_SCALE * reward_ll + divergence}, posteriors
+
+    def variables(self):
+        return [v for v in tf1.trainable_variables() if v.name.startswith(f"{self.scope}/")]
+
+    def train_op(self, loss, learning_rate=LEARNING_RATE, epsilon=ADAM_EPSILON, clip=GRADIENT_CLIP):
+        """Adam on the model's variables, the gradient clipped at global norm `clip`; (the op, the norm)."""
+        variables = self.variables()
+        gradients, norm = tf.clip_by_global_norm(tf.gradients(loss, variables), clip)
+        optimiser = tf1.train.AdamOptimizer(learning_rate, epsilon=epsilon)
+        return optimiser.apply_gradients(zip(gradients, variables)), norm
+
+    def plan(self, state, horizon, candidates, iterations, top, low=-1.0, high=1.0):
+        """The CEM's action sequence from each of `state`'s batch rows [batch, horizon, action_size]: candidates scored
+        by the rewards the model predicts along the prior trajectory they imagine (no observation)."""
+        batch = tf.shape(state["belief"])[0]
+
+        def returns_of(actions):
+            tiled = {key: tf.repeat(value, candidates, axis=0) for key, value in state.items()}
+            return tf.reduce_sum(self.reward(self.rssm.features(self.rssm.imagine(tiled, actions))), axis=1)
+
+        return cross_entropy_method(returns_of, batch, horizon, self.action_size, candidates, iterations, top, low,
+                                    high)

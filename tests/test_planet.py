@@ -94,3 +94,76 @@ def test_the_cross_entropy_method_finds_the_optimum_of_a_known_quadratic_return(
 def test_the_planners_defaults_are_planets():
     assert planet.CEM == {"horizon": 12, "iterations": 10, "candidates": 1000, "top": 100}
     assert planet.IMAGE_BITS == 5 and planet.FREE_NATS == 3.0
+
+
+def test_the_rssm_prior_imagines_without_the_observation_and_the_posterior_sees_it():
+    """Shapes, the stddev's floor, and causality by gradients (the samples are random, their dependence is not): the
+    last step's prior does not depend on its observation, its posterior does, and no earlier step does."""
+    rssm = planet.RSSM(state_size=4, belief_size=6, hidden_size=8)
+    batch, time = 3, 5
+    embeddings = tf.constant(np.random.default_rng(0).normal(size=(batch, time, 7)), tf.float32)
+    priors, posteriors = rssm.observe(embeddings, tf.zeros([batch, time, 2]))
+    imagined = rssm.imagine({key: value[:, -1] for key, value in posteriors.items()}, tf.zeros([batch, 4, 2]))
+
+    def reaches(output):  # |d sum(output) / d the last step's embedding|
+        return tf.reduce_sum(tf.abs(tf.gradients(tf.reduce_sum(output), embeddings)[0][:, -1]))
+
+    checks = [reaches(priors["mean"][:, -1]), reaches(posteriors["mean"][:, -1]),
+              reaches(posteriors["mean"][:, :-1]), reaches(imagined["mean"])]
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        first, second, future, gradients = session.run([priors, posteriors, imagined, checks])
+    assert first["mean"].shape == (batch, time, 4) and first["belief"].shape == (batch, time, 6)
+    assert future["sample"].shape == (batch, 4, 4) and future["belief"].shape == (batch, 4, 6)
+    assert min(first["stddev"].min(), second["stddev"].min()) >= 0.1, "the stddev's floor"
+    assert np.allclose(first["belief"], second["belief"]), "the posterior keeps the prior's belief"
+    prior_last, posterior_last, posterior_before, imagination = gradients
+    assert prior_last == 0.0 and posterior_before == 0.0, "nothing before an observation depends on it"
+    assert posterior_last > 0.0 and imagination > 0.0, "its posterior does, and what is imagined from it"
+
+
+def pendulum_like_sequences(rng, batch, time):
+    """A deterministic system for the model to learn: the angle moves by 0.5 a_t, the observation is (cos, sin) of
+    it, the reward cos of it; random actions. Row t holds o_t, the action that led to it, the reward on arriving."""
+    angles = rng.uniform(-np.pi, np.pi, size=(batch, 1))
+    actions = rng.uniform(-1, 1, size=(batch, time, 1))
+    actions[:, 0] = 0.0
+    angle = angles + 0.5 * np.cumsum(actions[..., 0], axis=1)
+    observations = np.stack([np.cos(angle), np.sin(angle)], -1)
+    return observations.astype(np.float32), actions.astype(np.float32), np.cos(angle).astype(np.float32)
+
+
+def test_the_world_model_learns_a_deterministic_system_and_plans_toward_its_reward():
+    """Its loss falls; its imagined rewards follow the truth; from an angle of 0.8 the planner, whose return is the
+    predicted reward (cos of the angle), turns back toward 0 (a negative first action)."""
+    time, batch = 12, 16
+    model = planet.WorldModel(2, 1, rssm=planet.RSSM(state_size=6, belief_size=32, hidden_size=32), hidden_size=32)
+    observations = tf1.placeholder(tf.float32, [None, time, 2])
+    actions = tf1.placeholder(tf.float32, [None, time, 1])
+    rewards = tf1.placeholder(tf.float32, [None, time])
+    losses, posteriors = model.losses(observations, actions, rewards, nats=0.5)
+    train, _ = model.train_op(losses["loss"], learning_rate=3e-3)
+    last = {key: value[:, -1] for key, value in posteriors.items()}
+    plan = model.plan(last, horizon=4, candidates=200, iterations=4, top=20)
+    rng = np.random.default_rng(0)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+
+        def feed(data):
+            return dict(zip((observations, actions, rewards), data))
+
+        held_out = feed(pendulum_like_sequences(np.random.default_rng(1), 64, time))
+        before = session.run(losses, held_out)
+        for _ in range(400):
+            session.run(train, feed(pendulum_like_sequences(rng, batch, time)))
+        after = session.run(losses, held_out)
+        # one sequence that ends at an angle of 0.8 (its actions zero): the plan from its last posterior
+        angle = np.full((1, time), 0.8, np.float32)
+        still = (np.stack([np.cos(angle), np.sin(angle)], -1), np.zeros((1, time, 1), np.float32), np.cos(angle))
+        first_actions = [session.run(plan, feed(still))[0, 0, 0] for _ in range(5)]
+    # unit-variance Gaussians: -log N(x; x, 1) = log(2 pi) / 2 a dimension is the floor of each term
+    floor = 0.5 * math.log(2 * math.pi)
+    assert before["loss"] > (2 + planet.REWARD_SCALE) * floor + 3.0, before
+    assert after["loss"] < (2 + planet.REWARD_SCALE) * floor + 0.5, (before, after)
+    assert -after["reward_ll"] < floor + 0.02 and -after["observation_ll"] < 2 * floor + 0.1, after
+    assert np.mean(first_actions) < -0.2, first_actions
