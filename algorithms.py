@@ -85,7 +85,7 @@ class Algorithm:
     default_workers: object  # --num-workers when not given: CORES, or 0 (one process) when no cluster is given
     presets: dict  # --preset auto: the first of "<family>", "<kind>_bonus" (with a bonus), "<kind>" it has
     hyperparameters: dict  # its named presets: {name: {hyper-parameter: value as --set takes it}}
-    task: str  # "module:function(args)": one task of its cluster, in a worker.py process
+    task: str  # "module:function(args)": one task of its cluster, in a worker.py process; None: one process only
     local: str  # "module:function(args)": the whole run in this process (--num-workers 0)
     agent: str  # "module:Class(env, run, config, checkpoint, epsilon, seed)": its policy, for playback
     evaluates_inline: bool = False  # its one-process run evaluates in its own loop; else --eval-every runs the
@@ -93,6 +93,7 @@ class Algorithm:
     learner: str = None  # "module:callable(observation_shape, action_space, config, head, dtype)": a replay
     # learner's networks and train op in the default graph, as its one-process run and Ape-X build them
     own_hyperparameters: tuple = ()  # Hyperparameter: those only it reads, fields of constants.Config all the same
+    bonuses: bool = True  # composes with the curiosity bonuses (--unsup); else --unsup none only
 
     @property
     def jobs(self):
@@ -112,6 +113,11 @@ class Algorithm:
     def playing(self):
         """The role of which a run has --num-workers tasks (A3C's workers, Ape-X's actors)."""
         return self.roles[-1]
+
+    @property
+    def clusters(self):
+        """Whether it runs on a cluster as well as in one process."""
+        return self.task is not None
 
     @property
     def continuous(self):
@@ -216,7 +222,45 @@ SAC = Algorithm(
                        "entropy near this fraction of log |A|, the uniform policy's (cleanrl's sac_atari); "
                        "continuous actions aim at -dim(A)", low=0.0, high=1.0)))
 
-ALGORITHMS = {row.name: row for row in (A3C, DQN, SAC)}
+# PlaNet (Hafner et al. 2019): its configuration, and a cheaper planner for these machines' CPUs (its cost per
+# decision: benchmarks/planning_speed.py)
+_PLANET = {"learning_rate": "1e-3", "adam_epsilon": "1e-4", "batch_size": "50", "envs_per_worker": "1",
+           "max_global_steps": "1000000"}
+PLANET_PRESETS = {
+    "planet": _PLANET,
+    "planet_cpu": {**_PLANET, "cem_candidates": "300", "cem_iterations": "5", "cem_top": "30"},
+}
+PLANET = Algorithm(
+    "planet", "PlaNet: a recurrent state-space world model learned from stored episodes, planning by the "
+    "cross-entropy method in its latent space; one process",
+    roles=(LEARNER, ACTOR), replay=False, actions=("continuous",), default_workers=0,
+    presets={"vector": "planet_cpu", "image": "planet_cpu"}, hyperparameters=PLANET_PRESETS,
+    task=None, local="planet:run_local", agent="planet:Agent", evaluates_inline=True, bonuses=False,
+    own_hyperparameters=(
+        Hyperparameter("state_size", 30, "the RSSM's stochastic state: a diagonal Gaussian of this many dimensions",
+                       low=1),
+        Hyperparameter("belief_size", 200, "the RSSM's deterministic state: a GRU of this many units", low=1),
+        Hyperparameter("hidden_size", 200, "the units of the world model's hidden layers and of the embedding",
+                       low=1),
+        Hyperparameter("free_nats", 3.0, "the KL between posterior and prior below this many nats a step costs "
+                       "nothing", low=0.0),
+        Hyperparameter("model_reward_scale", 10.0, "the reward's log-likelihood weighs this much beside the "
+                       "observations' in the world model's loss", low=0.0),
+        Hyperparameter("model_grad_clip", 1000.0, "the world model's gradient is clipped at this global norm",
+                       low=0.0, above=True),
+        Hyperparameter("sequence_length", 50, "steps of each sequence of a training batch (batch_size of them)",
+                       low=2),
+        Hyperparameter("random_episodes", 5, "episodes of uniformly random actions before the planner acts",
+                       low=1),
+        Hyperparameter("collect_every", 100, "updates of the world model for each episode collected", low=1),
+        Hyperparameter("exploration_noise", 0.3, "Gaussian noise added to the planner's action while collecting",
+                       low=0.0),
+        Hyperparameter("cem_horizon", 12, "steps the planner imagines ahead", low=1),
+        Hyperparameter("cem_iterations", 10, "the cross-entropy method's refits of its belief a decision", low=1),
+        Hyperparameter("cem_candidates", 1000, "action sequences the planner scores in each refit", low=1),
+        Hyperparameter("cem_top", 100, "the best candidates each refit fits", low=1)))
+
+ALGORITHMS = {row.name: row for row in (A3C, DQN, SAC, PLANET)}
 DEFAULT = A3C.name
 NAMES = tuple(ALGORITHMS)
 ROLES = {role.job: role for row in ALGORITHMS.values() for role in row.roles}

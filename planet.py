@@ -1,16 +1,38 @@
-"""`--algo planet`: PlaNet's world model (Hafner et al. 2019), in graph mode.
+"""`--algo planet`: PlaNet's world model (Hafner et al. 2019), in graph mode, and its one-process run.
 
-This module grows with the issue that adds the algorithm; what it holds so far are the parts every later one
-stands on, each tested by hand: the 5-bit quantisation of images and its inverse, the diagonal Gaussians' KL and
-free nats of the model's loss, the Gaussian log-likelihood of its observation and reward heads, and the
-cross-entropy method that plans in the model's latent space. Distributions are written out here, not taken from
-TensorFlow Probability, whose releases no longer follow TensorFlow's.
+The parts, each tested by hand: the 5-bit quantisation of images and its inverse, the diagonal Gaussians' KL and
+free nats of the model's loss, the Gaussian log-likelihood of its observation and reward heads, the cross-entropy
+method that plans in the model's latent space, the recurrent state-space model (RSSM) and the world model around
+it. Distributions are written out here, not taken from TensorFlow Probability, whose releases no longer follow
+TensorFlow's.
+
+The run (`train.py --algo planet`, one process): a few episodes of random actions, then, after each episode, the
+world model's updates on sequences of the stored episodes (sequences.py: PlaNet's recent/cache mix) and an episode
+played by the planner from the filtered latent state, with exploration noise; evaluations without noise; every
+episode in `train_episodes/` (evaluations' in `test_episodes/`), as the replay learners store them.
 """
+import logging
 import math
+import os
+import time
+import types
 
+import numpy as np
 import tensorflow as tf
 
+import evaluation
+import logdir
+import runs
+import sequences
+from acting import EpisodeLogger
+from cluster import LOCAL
+from constants import UsageError
+from offpolicy import Acting, STATS_WINDOW, EVAL_MAX_STEPS, DEFAULT_EVAL_EVERY, episode_arrays, new_record, record_step
+from sessions import DeferredInterrupt, Heartbeat, Timings, check_checkpoint, local_session_config, pretrain_init
+from sessions import restored_session, seed_task
+
 tf1 = tf.compat.v1
+logger = logging.getLogger(__name__)
 
 IMAGE_BITS = 5  # PlaNet quantises its 64x64x3 frames to 5 bits a channel
 FREE_NATS = 3.0  # the KL below this many nats a step costs nothing: the model keeps that much information free
@@ -206,7 +228,7 @@ class WorldModel:
     def reward(self, features):
         return self._mlp(features, 1, "reward")[..., 0]
 
-    def losses(self, observations, actions, rewards, nats=FREE_NATS):
+    def losses(self, observations, actions, rewards, nats=FREE_NATS, reward_scale=REWARD_SCALE):
         """{name: scalar} of a batch of sequences [batch, time, ...] as the stored episodes give them (row t: o_t, the
         action that led to it, the reward it brought), and the posteriors."""
         priors, posteriors = self.rssm.observe(self.encode(observations), actions)
@@ -217,7 +239,7 @@ class WorldModel:
         divergence = tf.reduce_mean(free_nats(kl, nats))
         return {"observation_ll": observation_ll, "reward_ll": reward_ll, "kl": tf.reduce_mean(kl),
                 "divergence": divergence,
-                "loss": -observation_ll - REWARD_SCALE * reward_ll + divergence}, posteriors
+                "loss": -observation_ll - reward_scale * reward_ll + divergence}, posteriors
 
     def variables(self):
         return [v for v in tf1.trainable_variables() if v.name.startswith(f"{self.scope}/")]
@@ -240,3 +262,310 @@ class WorldModel:
 
         return cross_entropy_method(returns_of, batch, horizon, self.action_size, candidates, iterations, top, low,
                                     high)
+
+
+# ---------------------------------------------------------------- acting: the filter and the planner
+
+def to_bounds(actions, space):
+    """Actions in [-1, 1], as the planner and the stored episodes keep them, in the space's [low, high]."""
+    low, high = space.low.astype(np.float32), space.high.astype(np.float32)
+    return low + (np.asarray(actions, np.float32) + 1.0) * 0.5 * (high - low)
+
+
+class Planner:
+    """The model's acting graph for `count` environments: each step the posterior of the new observation given the
+    state and the action before it (the filter), then the cross-entropy method's plan from it, whose first action
+    acts. Each environment's state starts from zero with its episode (`reset`)."""
+
+    def __init__(self, model, count, config):
+        rssm, self.count, self.action_size = model.rssm, count, model.action_size
+        sizes = {"mean": rssm.state_size, "stddev": rssm.state_size, "sample": rssm.state_size,
+                 "belief": rssm.belief_size}
+        self.inputs = {key: tf1.placeholder(tf.float32, [None, size], f"filter_{key}") for key, size in sizes.items()}
+        self.previous_action = tf1.placeholder(tf.float32, [None, model.action_size], "filter_action")
+        self.observation = tf1.placeholder(tf.float32, [None, model.observation_size], "filter_observation")
+        _, self.posterior = rssm.posterior(self.inputs, self.previous_action, model.encode(self.observation))
+        self.first_action = model.plan(self.posterior, config.cem_horizon, config.cem_candidates,
+                                       config.cem_iterations, config.cem_top)[:, 0]
+        self.state = {key: np.zeros((count, size), np.float32) for key, size in sizes.items()}
+        self.last_action = np.zeros((count, model.action_size), np.float32)
+
+    def reset(self, index):
+        for value in self.state.values():
+            value[index] = 0.0
+        self.last_action[index] = 0.0
+
+    def act(self, session, observations, rng, noise=0.0):
+        """The actions in [-1, 1] for `observations` [count, observation_size], with Gaussian `noise` added."""
+        feed = {self.inputs[key]: value for key, value in self.state.items()}
+        feed.update({self.previous_action: self.last_action, self.observation: np.asarray(observations, np.float32)})
+        posterior, actions = session.run([self.posterior, self.first_action], feed)
+        self.state = {key: np.asarray(value) for key, value in posterior.items()}
+        if noise:
+            actions = actions + noise * rng.normal(size=actions.shape)
+        self.last_action = np.clip(actions, -1.0, 1.0).astype(np.float32)
+        return self.last_action.copy()
+
+    def took(self, actions):
+        """Actions taken without the planner (the random episodes'): the filter's next step takes them."""
+        self.last_action = np.asarray(actions, np.float32).reshape(self.last_action.shape)
+
+
+def check_spaces(observation_space, action_space):
+    """UsageError unless the observations are vectors and the actions a bounded vector: what the model takes."""
+    if len(observation_space.shape) != 1:
+        raise UsageError(f"--algo planet takes vector observations for now; this environment's are "
+                         f"{observation_space.shape}")
+    if not hasattr(action_space, "low") or len(action_space.shape) != 1:
+        raise UsageError("--algo planet plans continuous actions: it needs a bounded vector action space (a Box)")
+
+
+def build(observation_size, action_size, config, count):
+    """The run's graph: (the world model, its training's placeholders, losses and train op, the planner)."""
+    if config.cem_top > config.cem_candidates:
+        raise UsageError(f"cem_top ({config.cem_top}) must be at most cem_candidates ({config.cem_candidates})")
+    model = WorldModel(observation_size, action_size,
+                       RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size)
+    batch = types.SimpleNamespace(
+        observation=tf1.placeholder(tf.float32, [None, None, observation_size], "observations"),
+        action=tf1.placeholder(tf.float32, [None, None, action_size], "actions"),
+        reward=tf1.placeholder(tf.float32, [None, None], "rewards"))
+    losses, _ = model.losses(batch.observation, batch.action, batch.reward, config.free_nats,
+                             config.model_reward_scale)
+    train, norm = model.train_op(losses["loss"], config.learning_rate, config.adam_epsilon, config.model_grad_clip)
+    losses["grad_norm"] = norm
+    return model, batch, losses, train, Planner(model, count, config)
+
+
+class Agent:
+    """A PlaNet run's planner in a graph of its own, restored from a checkpoint, for playback and evaluation: the
+    plan's first action (with the run's exploration noise unless greedy)."""
+
+    def __init__(self, env, run, config, checkpoint, epsilon=None, seed=0):
+        logdir.import_tf()
+        check_spaces(env.observation_space, env.action_space)
+        self.graph, self.space, self.rng = tf.Graph(), env.action_space, np.random.default_rng(seed)
+        self.noise = config.exploration_noise
+        with self.graph.as_default():
+            model = WorldModel(env.observation_space.shape[0], env.action_space.shape[0],
+                               RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size)
+            self.planner = Planner(model, 1, config)
+            self.session = restored_session(tf1, self.graph, model.variables(), checkpoint, "world model")
+
+    def reset(self):
+        self.planner.reset(0)
+
+    def act(self, observation, greedy):
+        actions = self.planner.act(self.session, [observation], self.rng, 0.0 if greedy else self.noise)
+        return to_bounds(actions[0], self.space)
+
+    def bonus(self, observation, next_observation, action):
+        return 0.0
+
+    def close(self):
+        self.session.close()
+
+
+class LocalAgent(Agent):
+    """The training run's own evaluation planner as evaluation.play_episode's agent: its session and graph, one
+    environment, no noise; each episode recorded as the stored episodes keep them (`record`, for test_episodes/)."""
+
+    def __init__(self, session, planner, space):  # the parent restores a checkpoint: this one has the run's session
+        self.session, self.planner, self.space, self.noise = session, planner, space, 0.0
+        self.rng, self.record = np.random.default_rng(0), None
+
+    def reset(self):
+        super().reset()
+        self.record = None
+
+    def act(self, observation, greedy):
+        if self.record is None:
+            self.record = new_record(np.asarray(observation, np.float32))
+        return super().act(observation, greedy)
+
+    def on_step(self, observation, action, reward, terminated):
+        record_step(self.record, np.asarray(observation, np.float32), self.planner.last_action[0].copy(), reward,
+                    terminated)
+
+    def close(self):
+        pass
+
+
+# ---------------------------------------------------------------- the one-process run
+
+class LocalRun:
+    """PlaNet in one process: random episodes first, then episodes of the planner, the world model's updates after
+    each; evaluations, checkpoints, the episode CSV, TensorBoard, a heartbeat and a progress bar."""
+
+    def __init__(self, log_dir, config, make_env, eval_every=DEFAULT_EVAL_EVERY, eval_episodes=5, progress=True,
+                 eval_frames=None):
+        self.log_dir, self.config, self.make_env, self.progress = log_dir, config, make_env, progress
+        self.eval_every, self.eval_episodes, self.eval_frames = eval_every, eval_episodes, eval_frames
+        self.envs = [make_env() for _ in range(config.envs_per_worker)]
+        space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
+        check_spaces(space, self.action_space)
+        seed_task(tf1, config.seed)
+        self.model, self.batch, self.losses, self.train, self.planner = build(
+            space.shape[0], self.action_space.shape[0], config, len(self.envs))
+        self.eval_planner = Planner(self.model, 1, config)
+        self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
+        self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
+        self.saver = tf1.train.Saver(max_to_keep=3)
+        self.train_dir = logdir.checkpoints_dir(log_dir)
+        self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
+        self.rng = np.random.default_rng(config.seed)
+        self.loader = sequences.EpisodeLoader(self.episodes_dir, self.rng, min_rows=config.sequence_length)
+
+    def restore_or_initialise(self, session, pretrain=None):
+        latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
+        if latest:
+            self.saver.restore(session, latest)
+            logger.info("resumed from %s at step %d", latest, session.run(self.global_step))
+            return
+        session.run(tf1.global_variables_initializer())
+        if pretrain:
+            source, include, exclude = pretrain
+            pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
+
+    def learn(self, session, writer, step, updates):
+        """collect_every updates on batches of the stored episodes; the last one's losses."""
+        config = self.config
+        for _ in range(config.collect_every):
+            batch = sequences.batch(self.loader, config.batch_size, config.sequence_length)
+            feed = {self.batch.observation: batch["observation"], self.batch.action: batch["action"],
+                    self.batch.reward: batch["reward"]}
+            values, _ = session.run([self.losses, self.train], feed)
+            updates += 1
+            if updates % config.summary_every_updates == 0:
+                summary = tf1.Summary()
+                for name, value in values.items():
+                    summary.value.add(tag=f"model/{name}", simple_value=float(value))
+                writer.add_summary(summary, step)
+        return values, updates
+
+    def evaluate(self, session, step):
+        """eval_episodes episodes of the planner without noise, on an environment of its own, each into
+        test_episodes/ (and eval_NNN/ with --eval-frames); evaluation.summarise's summary."""
+        env = self.make_env("rgb_array" if self.eval_frames else None)
+        agent = LocalAgent(session, self.eval_planner, self.action_space)
+        frames_dir = evaluation.frames_dir(self.log_dir, len(logdir.read_rows(os.path.join(self.log_dir,
+                                                                                         logdir.EVAL))) + 1)
+        rng, episodes = np.random.default_rng([self.config.seed, step]), []
+        try:
+            for index in range(1, self.eval_episodes + 1):
+                episode, frames, _ = evaluation.play_episode(
+                    env, agent, True, rng, EVAL_MAX_STEPS, bool(self.eval_frames), False,
+                    seed=self.config.seed + 10_000 + index - 1, on_step=agent.on_step)
+                episodes.append(episode)
+                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES), episode_arrays(agent.record))
+                if self.eval_frames:
+                    evaluation.write_frames(frames_dir, index, frames, self.eval_frames)
+        finally:
+            env.close()
+        return evaluation.summarise(episodes)
+
+    def run(self, session, pretrain=None):
+        """Train to max_global_steps; the mean return of the last evaluation. Ctrl-C writes a checkpoint at the
+        step reached, then raises KeyboardInterrupt."""
+        with DeferredInterrupt() as interrupt:
+            return self.play_and_learn(session, interrupt, pretrain)
+
+    def play_and_learn(self, session, interrupt, pretrain=None):
+        from tqdm import tqdm
+
+        config, count = self.config, len(self.envs)
+        self.restore_or_initialise(session, pretrain)
+        writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
+        evaluation_writer = tf1.summary.FileWriter(os.path.join(self.log_dir, logdir.EVAL_EVENTS))
+        step, updates = (int(value) for value in session.run([self.global_step, self.updates]))
+        episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
+        episodes.resume_from(step)
+        collected = len(logdir.episode_files(self.episodes_dir))  # a resumed run's too: its random ones are done
+        acting = Acting(self.envs, config, np.float32, config.seed + collected, self.episodes_dir)
+        progress = types.SimpleNamespace(steps_trained=0, last_global_step=step, updates=updates, skipped_updates=0,
+                                         timings=Timings())
+        heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=LOCAL.job)
+        bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
+                   dynamic_ncols=True)
+        next_eval = (step // self.eval_every + 1) * self.eval_every
+        recent, last_eval, losses = [], None, {}
+        try:
+            while step < config.max_global_steps:
+                if interrupt.requested:
+                    self.save(session, step, updates)
+                    raise KeyboardInterrupt
+                for k in np.flatnonzero(acting.beginning):
+                    self.planner.reset(k)
+                if collected < config.random_episodes:
+                    actions = self.rng.uniform(-1.0, 1.0, (count, self.model.action_size)).astype(np.float32)
+                    self.planner.took(actions)
+                else:
+                    with progress.timings.phase("act"):
+                        actions = self.planner.act(session, acting.stored_observations(), self.rng,
+                                                   config.exploration_noise)
+                with progress.timings.phase("env"):
+                    _, finished = acting.step(to_bounds(actions, self.action_space), None, actions)
+                step += count
+                progress.steps_trained += count
+                for stats in finished:
+                    episodes(stats)
+                    recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
+                    collected += 1
+                    if collected >= config.random_episodes:  # then an episode of the planner per collect_every
+                        with progress.timings.phase("train"):
+                            losses, updates = self.learn(session, writer, step, updates)
+                progress.last_global_step, progress.updates = step, updates
+                heartbeat.beat(progress, episodes.episodes)
+                if step >= next_eval or step >= config.max_global_steps:
+                    summary = self.evaluate(session, step)
+                    last_eval = summary["mean_reward"]
+                    checkpoint = self.save(session, step, updates)
+                    if last_eval > evaluation.best_so_far(self.log_dir):
+                        evaluation.keep_best(tf1, checkpoint, self.log_dir, summary, step)
+                    evaluation.record(self.log_dir, step, summary, os.path.basename(checkpoint))
+                    evaluation.write_summaries(tf1, evaluation_writer, step, summary)
+                    next_eval += self.eval_every
+                bar.update(count)
+                if finished or step >= config.max_global_steps:
+                    bar.set_postfix(episodes=episodes.episodes, mean_return=f"{np.mean(recent):.1f}" if recent else "-",
+                                    eval="-" if last_eval is None else f"{last_eval:.1f}", updates=updates,
+                                    loss=f"{losses['loss']:.2f}" if losses else "-", refresh=False)
+        finally:
+            heartbeat.beat(progress, episodes.episodes, state="stopped", force=True)
+            bar.close()
+            episodes.close()
+            writer.close()
+            evaluation_writer.close()
+            acting.close()
+        return last_eval
+
+    def save(self, session, step, updates):
+        self.global_step.load(step, session)
+        self.updates.load(updates, session)
+        return self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
+
+
+def run_local(args):
+    """`train.py --algo planet` (one process): the whole run in the foreground; exit status."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.algo} %(levelname)s %(message)s")
+
+    def make_env(render_mode=None):
+        return runs.make_env(args, render_mode)
+
+    logdir.import_tf()
+    probe = make_env()
+    try:
+        check_spaces(probe.observation_space, probe.action_space)
+        config = runs.effective_config(args, probe)
+    finally:
+        probe.close()
+    run = LocalRun(args.log_dir, config, make_env, args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes,
+                   eval_frames=args.eval_frames)
+    started = time.time()
+    with tf1.Session(config=local_session_config(args.threads)) as session:
+        pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
+        last = run.run(session, pretrain)
+    print(f"run over: step {config.max_global_steps:,} in {time.time() - started:.0f} s; last evaluation "
+          f"{last:.1f} ({os.path.join(args.log_dir, logdir.REWARDS_FILE)})" if last is not None else "run over",
+          flush=True)
+    return 0

@@ -390,6 +390,8 @@ def check_args(args):
         raise LaunchError(f"--eval-episodes must be at least 1, got {args.eval_episodes}")
     if not 0 <= args.exp_id <= MAX_EXP_ID:
         raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
+    if args.unsup != "none" and not algorithms.get(args.algo).bonuses:
+        raise LaunchError(f"--algo {args.algo} takes no curiosity bonus yet: --unsup none")
     if args.unsup in constants.PIXEL_CURIOSITY and args.design_head not in (None, "universe"):
         raise LaunchError(f"--unsup {args.unsup} predicts images with the universe head; it cannot be combined "
                           f"with --designHead {args.design_head}")
@@ -429,6 +431,8 @@ def resolve_workers(args):
                           f"--cluster FILE, {cluster_roles.cluster_forms()}")
     if args.num_workers == 0 and not has_cluster(args):
         return True
+    if not row.clusters:
+        raise LaunchError(f"--algo {row.name} runs in one process for now: --num-workers 0, and no cluster")
     if args.prefill_random:
         raise LaunchError("--prefill-random is the one-process run's (--num-workers 0) for now; Ape-X's actors "
                           "explore from their first step (SAC's with random actions until learning_starts)")

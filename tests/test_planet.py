@@ -1,6 +1,7 @@
 """planet.py: the world model's parts against hand computations (the KL of diagonal Gaussians, free nats, the 5-bit
 quantisation and its inverse, the Gaussian log-likelihood) and the cross-entropy method on a known quadratic."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -167,3 +168,62 @@ def test_the_world_model_learns_a_deterministic_system_and_plans_toward_its_rewa
     assert after["loss"] < (2 + planet.REWARD_SCALE) * floor + 0.5, (before, after)
     assert -after["reward_ll"] < floor + 0.02 and -after["observation_ll"] < 2 * floor + 0.1, after
     assert np.mean(first_actions) < -0.2, first_actions
+
+
+def train_py(*args):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    return subprocess.run([sys.executable, f"{ROOT}/train.py", *args], capture_output=True, text=True, timeout=280)
+
+
+TINY = ["--algo", "planet", "--env-id", "Pendulum-v1", "--eval-every", "400", "--eval-episodes", "2",
+        "--set", "random_episodes=2", "--set", "collect_every=3", "--set", "batch_size=4",
+        "--set", "sequence_length=10", "--set", "state_size=4", "--set", "belief_size=16", "--set", "hidden_size=16",
+        "--set", "cem_candidates=20", "--set", "cem_top=4", "--set", "cem_iterations=2", "--set", "cem_horizon=3"]
+
+
+def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(tmp_path):
+    """Two random episodes, then an update batch after each episode and planned episodes; an evaluation and a
+    checkpoint every 400 steps, every episode stored; the same command goes on from the checkpoint (step and update
+    count); demo.py plays the checkpoint with the planner. (Not whether it learns: tests/test_planet's model test
+    and the benchmark measure that.)"""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    log_dir = tmp_path / "run"
+    result = train_py(*TINY, "--log-dir", str(log_dir), "--set", "max_global_steps=800")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split() for line in open(log_dir / "rewards.txt")]
+    assert [int(row[1]) for row in rows] == [400, 800]
+    assert len(os.listdir(log_dir / "train_episodes")) == 4 and len(os.listdir(log_dir / "test_episodes")) == 4
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    # episodes end at 200, 400, 600, 800; updates after the 2nd, 3rd and 4th: 3 x collect_every
+    assert latest.endswith("-800") and tf.train.load_variable(latest, "updates") == 9
+    assert any(name.startswith("world_model/rssm/") for name, _ in tf.train.list_variables(latest))
+    result = train_py(*TINY, "--log-dir", str(log_dir), "--allow-config-change", "--set", "max_global_steps=1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    assert "resumed from" in result.stderr and tf.train.load_variable(latest, "updates") == 12
+    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
+                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    assert played.returncode == 0, played.stderr[-2000:]
+    summary = json.load(open(tmp_path / "demo" / "summary.json"))
+    assert summary["episodes"] == 1 and summary["mean_length"] == 200
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--num-workers", "2"], "--algo planet runs in one process for now"),
+    (["--unsup", "action"], "--algo planet takes no curiosity bonus yet"),
+    (["--env-id", "CartPole-v1"], "plans continuous actions"),
+    (["--env-id", "PongDeterministic-v4"], "takes vector observations for now")])
+def test_what_planet_cannot_take_is_one_line(tmp_path, flags, says):
+    argv = ["--algo", "planet", "--env-id", "Pendulum-v1", "--log-dir", str(tmp_path / "run"), *flags]
+    result = train_py(*argv)
+    assert result.returncode == 2 and says in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr

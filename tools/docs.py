@@ -122,7 +122,8 @@ def placements(row):
 def support_matrix():
     pixel = set(constants.PIXEL_CURIOSITY)
     bonuses = ", ".join(f"`{name}`" + ("*" if name in pixel else "") for name in constants.CURIOSITY_CHOICES)
-    rows = [[f"`{row.name}`", ", ".join(row.actions), bonuses, "yes" if row.local else "no", placements(row),
+    rows = [[f"`{row.name}`", ", ".join(row.actions), bonuses if row.bonuses else "`none`",
+             "yes" if row.local else "no", placements(row) if row.clusters else "no",
              "0" if row.default_workers == 0 else "one per core"]
             for row in algorithms.ALGORITHMS.values()]
     return (table(["`--algo`", "actions", "`--unsup` bonuses", "one process (`--num-workers 0`)",
@@ -361,6 +362,16 @@ def soak_line(page_dir):
         break_on_hyphens=False)
 
 
+def planning_speed(page_dir):
+    path = "docs/results/planet/planning_speed.json"
+    data = load(path)
+    rows = [[f"`{r['preset']}`", f"{r['candidates']:,} x {r['iterations']}, the best {r['top']}", str(r["horizon"]),
+             f"{r['median_ms']:,.0f} ({r['min_ms']:,.0f}-{r['max_ms']:,.0f})"] for r in data["results"]]
+    return (table(["preset", "candidates x refits", "horizon", "ms a decision: median (range)"], rows)
+            + f"\n\nFrom {link(path, page_dir)}: {data['results'][0]['decisions']} timed decisions each, a model of "
+            f"PlaNet's sizes for {data['observation_size']} observations and {data['action_size']} action.")
+
+
 SPAWNS = "docs/results/doom-spawns/spawns.csv"  # benchmarks/doom_spawn_distances.py --out docs/results/doom-spawns
 PAPER_SPAWN_STEPS = {"doomSparse": 270, "doomVerySparse": 350}  # the paper's rooms' distances, in its "steps"
 
@@ -452,6 +463,7 @@ GENERATORS = {
     "speed": speed_line,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
+    "planning-speed": planning_speed,
     "env-speed": env_speed,
     "ps-load": ps_load,
     "soak": soak_line,
