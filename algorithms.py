@@ -255,6 +255,8 @@ PLANET = Algorithm(
         Hyperparameter("collect_every", 100, "updates of the world model for each episode collected", low=1),
         Hyperparameter("exploration_noise", 0.3, "Gaussian noise added to the planner's action while collecting",
                        low=0.0),
+        Hyperparameter("action_repeat", 1, "environment steps each action is held for: the model's step is that "
+                       "many of the game's, its reward their sum (PlaNet's per task)", low=1),
         Hyperparameter("cem_horizon", 12, "steps the planner imagines ahead", low=1),
         Hyperparameter("cem_iterations", 10, "the cross-entropy method's refits of its belief a decision", low=1),
         Hyperparameter("cem_candidates", 1000, "action sequences the planner scores in each refit", low=1),

@@ -266,6 +266,27 @@ class WorldModel:
 
 # ---------------------------------------------------------------- acting: the filter and the planner
 
+class ActionRepeat:
+    """An environment whose step holds the action for `repeat` of the game's steps, the rewards summed, stopping at
+    the episode's end; `env_steps` counts the game's steps taken (gymnasium has no such wrapper)."""
+
+    def __init__(self, env, repeat):
+        self.env, self.repeat, self.env_steps = env, repeat, 0
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def step(self, action):
+        total = 0.0
+        for _ in range(self.repeat):
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            total += reward
+            self.env_steps += 1
+            if terminated or truncated:
+                break
+        return observation, total, terminated, truncated, info
+
+
 def to_bounds(actions, space):
     """Actions in [-1, 1], as the planner and the stored episodes keep them, in the space's [low, high]."""
     low, high = space.low.astype(np.float32), space.high.astype(np.float32)
@@ -345,7 +366,7 @@ class Agent:
         logdir.import_tf()
         check_spaces(env.observation_space, env.action_space)
         self.graph, self.space, self.rng = tf.Graph(), env.action_space, np.random.default_rng(seed)
-        self.noise = config.exploration_noise
+        self.noise, self.repeat, self.held = config.exploration_noise, config.action_repeat, None
         with self.graph.as_default():
             model = WorldModel(env.observation_space.shape[0], env.action_space.shape[0],
                                RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size)
@@ -354,10 +375,15 @@ class Agent:
 
     def reset(self):
         self.planner.reset(0)
+        self.held = None
 
     def act(self, observation, greedy):
-        actions = self.planner.act(self.session, [observation], self.rng, 0.0 if greedy else self.noise)
-        return to_bounds(actions[0], self.space)
+        """The plan's first action, held for action_repeat of the game's steps (the model saw every so many)."""
+        if self.held is None or self.held[1] == self.repeat:
+            actions = self.planner.act(self.session, [observation], self.rng, 0.0 if greedy else self.noise)
+            self.held = [to_bounds(actions[0], self.space), 0]
+        self.held[1] += 1
+        return self.held[0]
 
     def bonus(self, observation, next_observation, action):
         return 0.0
@@ -370,9 +396,9 @@ class LocalAgent(Agent):
     """The training run's own evaluation planner as evaluation.play_episode's agent: its session and graph, one
     environment, no noise; each episode recorded as the stored episodes keep them (`record`, for test_episodes/)."""
 
-    def __init__(self, session, planner, space):  # the parent restores a checkpoint: this one has the run's session
-        self.session, self.planner, self.space, self.noise = session, planner, space, 0.0
-        self.rng, self.record = np.random.default_rng(0), None
+    def __init__(self, session, planner, space, repeat):  # the parent restores a checkpoint: this has the run's session
+        self.session, self.planner, self.space, self.noise, self.repeat = session, planner, space, 0.0, repeat
+        self.rng, self.record, self.held = np.random.default_rng(0), None, None
 
     def reset(self):
         super().reset()
@@ -401,7 +427,7 @@ class LocalRun:
                  eval_frames=None):
         self.log_dir, self.config, self.make_env, self.progress = log_dir, config, make_env, progress
         self.eval_every, self.eval_episodes, self.eval_frames = eval_every, eval_episodes, eval_frames
-        self.envs = [make_env() for _ in range(config.envs_per_worker)]
+        self.envs = [ActionRepeat(make_env(), config.action_repeat) for _ in range(config.envs_per_worker)]
         space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
         check_spaces(space, self.action_space)
         seed_task(tf1, config.seed)
@@ -447,7 +473,7 @@ class LocalRun:
         """eval_episodes episodes of the planner without noise, on an environment of its own, each into
         test_episodes/ (and eval_NNN/ with --eval-frames); evaluation.summarise's summary."""
         env = self.make_env("rgb_array" if self.eval_frames else None)
-        agent = LocalAgent(session, self.eval_planner, self.action_space)
+        agent = LocalAgent(session, self.eval_planner, self.action_space, self.config.action_repeat)
         frames_dir = evaluation.frames_dir(self.log_dir, len(logdir.read_rows(os.path.join(self.log_dir,
                                                                                          logdir.EVAL))) + 1)
         rng, episodes = np.random.default_rng([self.config.seed, step]), []
@@ -488,7 +514,7 @@ class LocalRun:
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
         next_eval = (step // self.eval_every + 1) * self.eval_every
-        recent, last_eval, losses = [], None, {}
+        recent, last_eval, losses, steps_before = [], None, {}, 0
         try:
             while step < config.max_global_steps:
                 if interrupt.requested:
@@ -505,8 +531,10 @@ class LocalRun:
                                                    config.exploration_noise)
                 with progress.timings.phase("env"):
                     _, finished = acting.step(to_bounds(actions, self.action_space), None, actions)
-                step += count
-                progress.steps_trained += count
+                played = sum(env.env_steps for env in self.envs) - steps_before
+                steps_before += played
+                step += played
+                progress.steps_trained += played
                 for stats in finished:
                     episodes(stats)
                     recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
@@ -525,7 +553,7 @@ class LocalRun:
                     evaluation.record(self.log_dir, step, summary, os.path.basename(checkpoint))
                     evaluation.write_summaries(tf1, evaluation_writer, step, summary)
                     next_eval += self.eval_every
-                bar.update(count)
+                bar.update(played)
                 if finished or step >= config.max_global_steps:
                     bar.set_postfix(episodes=episodes.episodes, mean_return=f"{np.mean(recent):.1f}" if recent else "-",
                                     eval="-" if last_eval is None else f"{last_eval:.1f}", updates=updates,

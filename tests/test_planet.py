@@ -231,3 +231,45 @@ def test_what_planet_cannot_take_is_one_line(tmp_path):
     for (flags, says), result in zip(REFUSED, results):
         assert result.returncode == 2 and says in result.stderr, (flags, result.stderr[-2000:])
         assert "Traceback" not in result.stderr
+
+
+class CountingEnv:
+    """Rewards 1, 2, 3, ... a step; the episode ends at its 5th step."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        return np.array([self.steps], np.float32), float(self.steps), self.steps == 5, False, {}
+
+
+def test_an_action_repeat_sums_the_rewards_stops_at_the_end_and_counts_the_games_steps():
+    env = planet.ActionRepeat(CountingEnv(), 3)
+    observation, reward, terminated, _, _ = env.step(0)
+    assert reward == 1 + 2 + 3 and observation[0] == 3 and not terminated and env.env_steps == 3
+    observation, reward, terminated, _, _ = env.step(0)
+    assert reward == 4 + 5 and terminated and env.env_steps == 5, "cut short by the episode's end"
+
+
+def test_playback_holds_each_planned_action_for_the_action_repeat():
+    import gymnasium as gym
+
+    class Planner:
+        calls = 0
+
+        def act(self, session, observations, rng, noise):
+            Planner.calls += 1
+            return np.array([[Planner.calls / 10.0]], np.float32)
+
+        def reset(self, index):
+            pass
+
+    agent = planet.LocalAgent(None, Planner(), gym.spaces.Box(-2.0, 2.0, (1,)), repeat=3)
+    agent.reset()
+    actions = [float(agent.act(np.zeros(3), True)[0]) for _ in range(7)]
+    assert Planner.calls == 3, "planned at the 1st, 4th and 7th step"
+    assert actions == pytest.approx([0.2] * 3 + [0.4] * 3 + [0.6]), "each in the space's bounds: 2 x the plan"
+    agent.reset()
+    agent.act(np.zeros(3), True)
+    assert Planner.calls == 4, "a new episode plans at once"
