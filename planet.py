@@ -201,15 +201,49 @@ REWARD_SCALE = 10.0  # the reward's log-likelihood weighs this much beside the o
 LEARNING_RATE, ADAM_EPSILON, GRADIENT_CLIP = 1e-3, 1e-4, 1000.0  # PlaNet's optimiser
 
 
-class WorldModel:
-    """The RSSM with its observation's encoder and decoder and a reward head, for vector observations (MLPs of
-    `hidden_size`); its loss, -log p(o_t | s_t, h_t) - REWARD_SCALE log p(r_t | s_t, h_t) + max(0, KL(q || p) - free
-    nats), each a mean over the batch's steps; its train op. The observations' and rewards' densities are Gaussians
-    of unit variance."""
+IMAGE_SHAPE = (64, 64, 3)  # PlaNet's frames: what its convolutions take and its deconvolutions make
+# PlaNet's convolutional encoder: (filters, kernel) of 4 layers of stride 2, valid padding, ReLU: 64 -> 31 -> 14 -> 6
+# -> 2, flattened to 1,024; and its decoder: the features to 1,024, then transposed convolutions to 5 -> 13 -> 30 -> 64
+ENCODER_LAYERS = ((32, 4), (64, 4), (128, 4), (256, 4))
+DECODER_LAYERS = ((128, 5), (64, 5), (32, 6), (3, 6))
 
-    def __init__(self, observation_size, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE):
-        self.observation_size, self.action_size, self.hidden_size, self.scope = (observation_size, action_size,
-                                                                                 hidden_size, scope)
+
+def conv(x, filters, kernel, name, activation=tf.nn.relu):
+    """A stride-2 convolution with valid padding, Glorot-uniform weights."""
+    with tf1.variable_scope(name):
+        weights = tf1.get_variable("w", [kernel, kernel, int(x.shape[-1]), filters],
+                                   initializer=tf1.glorot_uniform_initializer())
+        bias = tf1.get_variable("b", [filters], initializer=tf1.zeros_initializer())
+        return activation(tf.nn.conv2d(x, weights, 2, "VALID") + bias)
+
+
+def deconv(x, filters, kernel, name, activation=tf.nn.relu):
+    """A stride-2 transposed convolution with valid padding: side s to 2 s + kernel - 2."""
+    with tf1.variable_scope(name):
+        weights = tf1.get_variable("w", [kernel, kernel, filters, int(x.shape[-1])],
+                                   initializer=tf1.glorot_uniform_initializer())
+        bias = tf1.get_variable("b", [filters], initializer=tf1.zeros_initializer())
+        side = 2 * int(x.shape[1]) + kernel - 2
+        shape = tf.stack([tf.shape(x)[0], side, side, filters])
+        y = tf.nn.conv2d_transpose(x, weights, shape, 2, "VALID") + bias
+        y.set_shape([None, side, side, filters])
+        return activation(y) if activation else y
+
+
+class WorldModel:
+    """The RSSM with its observation's encoder and decoder and a reward head: MLPs of `hidden_size` for vector
+    observations, PlaNet's convolutions for 64x64x3 images (given quantised, `quantise`); its loss,
+    -log p(o_t | s_t, h_t) - REWARD_SCALE log p(r_t | s_t, h_t) + max(0, KL(q || p) - free nats), each a mean over the
+    batch's steps (the observation's log-likelihood summed over its dimensions); its train op. The observations' and
+    rewards' densities are Gaussians of unit variance."""
+
+    def __init__(self, observation_shape, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE):
+        shape = (observation_shape,) if isinstance(observation_shape, int) else tuple(observation_shape)
+        if len(shape) not in (1, 3) or (len(shape) == 3 and shape != IMAGE_SHAPE):
+            raise ValueError(f"the world model takes vectors or {IMAGE_SHAPE} images, not {shape}")
+        self.observation_shape, self.images = shape, len(shape) == 3
+        self.observation_size = shape[0] if not self.images else None
+        self.action_size, self.hidden_size, self.scope = action_size, hidden_size, scope
         self.rssm = rssm or RSSM(scope=f"{scope}/rssm")
 
     def _mlp(self, x, output_size, name):
@@ -219,11 +253,28 @@ class WorldModel:
             return dense(x, output_size, "out")
 
     def encode(self, observations):
-        """The embeddings e_t of observations [batch, time, observation_size]."""
-        return self._mlp(observations, self.hidden_size, "encoder")
+        """The embeddings e_t of observations [..., *observation_shape] (any leading axes: [batch, time] or [batch])."""
+        if not self.images:
+            return self._mlp(observations, self.hidden_size, "encoder")
+        leading = tf.shape(observations)[:-3]
+        x = tf.reshape(observations, [-1, *IMAGE_SHAPE])
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope("encoder"):
+            for index, (filters, kernel) in enumerate(ENCODER_LAYERS):
+                x = conv(x, filters, kernel, f"conv_{index}")
+        return tf.reshape(x, tf.concat([leading, [int(np.prod(x.shape[1:]))]], 0))
 
     def decode(self, features):
-        return self._mlp(features, self.observation_size, "decoder")
+        """The observations' means from features [..., features]."""
+        if not self.images:
+            return self._mlp(features, self.observation_size, "decoder")
+        leading = tf.shape(features)[:-1]
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope("decoder"):
+            x = dense(tf.reshape(features, [-1, int(features.shape[-1])]), 1024, "in")
+            x = tf.reshape(x, [-1, 1, 1, 1024])
+            for index, (filters, kernel) in enumerate(DECODER_LAYERS):
+                last = index == len(DECODER_LAYERS) - 1
+                x = deconv(x, filters, kernel, f"deconv_{index}", None if last else tf.nn.relu)
+        return tf.reshape(x, tf.concat([leading, IMAGE_SHAPE], 0))
 
     def reward(self, features):
         return self._mlp(features, 1, "reward")[..., 0]
@@ -233,7 +284,8 @@ class WorldModel:
         action that led to it, the reward it brought), and the posteriors."""
         priors, posteriors = self.rssm.observe(self.encode(observations), actions)
         features = self.rssm.features(posteriors)
-        observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features)))
+        event = [-3, -2, -1] if self.images else [-1]
+        observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features), axes=event))
         reward_ll = tf.reduce_mean(gaussian_log_likelihood(rewards, self.reward(features), axes=()))
         kl = diagonal_gaussian_kl(posteriors["mean"], posteriors["stddev"], priors["mean"], priors["stddev"])
         divergence = tf.reduce_mean(free_nats(kl, nats))
@@ -304,7 +356,7 @@ class Planner:
                  "belief": rssm.belief_size}
         self.inputs = {key: tf1.placeholder(tf.float32, [None, size], f"filter_{key}") for key, size in sizes.items()}
         self.previous_action = tf1.placeholder(tf.float32, [None, model.action_size], "filter_action")
-        self.observation = tf1.placeholder(tf.float32, [None, model.observation_size], "filter_observation")
+        self.observation = tf1.placeholder(tf.float32, [None, *model.observation_shape], "filter_observation")
         _, self.posterior = rssm.posterior(self.inputs, self.previous_action, model.encode(self.observation))
         self.first_action = model.plan(self.posterior, config.cem_horizon, config.cem_candidates,
                                        config.cem_iterations, config.cem_top)[:, 0]

@@ -273,3 +273,24 @@ def test_playback_holds_each_planned_action_for_the_action_repeat():
     agent.reset()
     agent.act(np.zeros(3), True)
     assert Planner.calls == 4, "a new episode plans at once"
+
+
+def test_the_image_model_encodes_64x64x3_frames_to_1024_and_decodes_them_back_in_one_update():
+    """PlaNet's convolutions: 64 -> 31 -> 14 -> 6 -> 2 (x 256 = 1,024), and back to 64x64x3; a batch of quantised
+    frames trains (every variable of encoder and decoder gets a gradient)."""
+    model = planet.WorldModel((64, 64, 3), 2, rssm=planet.RSSM(state_size=4, belief_size=8, hidden_size=8),
+                              hidden_size=8)
+    frames = tf.constant(np.random.default_rng(0).integers(0, 256, (2, 3, 64, 64, 3)), tf.uint8)
+    observations = planet.quantise(frames, noise=tf.random.uniform([2, 3, 64, 64, 3]))
+    embedded = model.encode(observations)
+    losses, posteriors = model.losses(observations, tf.zeros([2, 3, 2]), tf.zeros([2, 3]))
+    decoded = model.decode(model.rssm.features(posteriors))
+    variables = [v for v in model.variables() if "/encoder/" in v.name or "/decoder/" in v.name]
+    gradients = tf.gradients(losses["loss"], variables)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        shapes, values = session.run([(tf.shape(embedded), tf.shape(decoded)), gradients])
+    assert list(shapes[0]) == [2, 3, 1024] and list(shapes[1]) == [2, 3, 64, 64, 3]
+    assert len(variables) == 2 * (4 + 5) and all(np.abs(value).sum() > 0 for value in values)
+    with pytest.raises(ValueError, match="vectors or"):
+        planet.WorldModel((42, 42, 1), 2)
