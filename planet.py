@@ -329,14 +329,15 @@ class ActionRepeat:
         return getattr(self.env, name)
 
     def step(self, action):
-        total = 0.0
+        total, game = 0.0, 0.0
         for _ in range(self.repeat):
             observation, reward, terminated, truncated, info = self.env.step(action)
             total += reward
+            game += info.get("env_reward", reward)
             self.env_steps += 1
             if terminated or truncated:
                 break
-        return observation, total, terminated, truncated, info
+        return observation, total, terminated, truncated, {**info, "env_reward": game}  # the game's, summed too
 
 
 def to_bounds(actions, space):

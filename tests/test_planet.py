@@ -241,13 +241,14 @@ class CountingEnv:
 
     def step(self, action):
         self.steps += 1
-        return np.array([self.steps], np.float32), float(self.steps), self.steps == 5, False, {}
+        return np.array([self.steps], np.float32), float(self.steps), self.steps == 5, False, {"env_reward": -1.0}
 
 
 def test_an_action_repeat_sums_the_rewards_stops_at_the_end_and_counts_the_games_steps():
     env = planet.ActionRepeat(CountingEnv(), 3)
-    observation, reward, terminated, _, _ = env.step(0)
+    observation, reward, terminated, _, info = env.step(0)
     assert reward == 1 + 2 + 3 and observation[0] == 3 and not terminated and env.env_steps == 3
+    assert info["env_reward"] == -3.0, "the game's own reward (logged beside a shaped one) is summed as well"
     observation, reward, terminated, _, _ = env.step(0)
     assert reward == 4 + 5 and terminated and env.env_steps == 5, "cut short by the episode's end"
 
