@@ -349,11 +349,8 @@ def watch(args):
                                              quiet=True)
                 for episode in episodes:
                     episode.pop("visits")
-                evaluation.record(args.log_dir, step, summary, os.path.basename(checkpoint))
-                evaluation.write_summaries(tf1, writer, step, summary)
-                if summary["mean_reward"] > best:
-                    best = summary["mean_reward"]
-                    evaluation.keep_best(tf1, checkpoint, args.log_dir, summary, step)
+                evaluation.keep(tf1, writer, args.log_dir, step, summary, checkpoint)
+                best = max(best, summary["mean_reward"])
             logger.info("global step %d: mean reward %.4g over %d episodes (best %.4g)", step,
                         summary["mean_reward"], summary["episodes"], best)
             last_step = step

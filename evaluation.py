@@ -208,6 +208,18 @@ def keep_best(tf1, checkpoint, log_dir, summary, step):
         json.dump(dict(summary, global_step=step), handle, indent=2)
 
 
+def keep(tf1, writer, log_dir, step, summary, checkpoint):
+    """An evaluation of `checkpoint` kept as every run keeps one: the checkpoint copied to best/ when it beats every
+    earlier evaluation, a row of eval.csv (rewards.txt its view), the global/eval_* scalars; whether it was the
+    best."""
+    best = summary["mean_reward"] > best_so_far(log_dir)
+    if best:
+        keep_best(tf1, checkpoint, log_dir, summary, step)
+    record(log_dir, step, summary, os.path.basename(checkpoint))
+    write_summaries(tf1, writer, step, summary)
+    return best
+
+
 def best_so_far(log_dir):
     """The best mean reward of the run's evaluations in eval.csv, or -inf before the first."""
     rows = logdir.read_rows(os.path.join(log_dir, logdir.EVAL))

@@ -600,10 +600,7 @@ class LocalRun:
                         continue  # interrupted: the loop's first line saves and stops
                     last_eval = summary["mean_reward"]
                     checkpoint = self.save(session, step, bonus)
-                    if last_eval > evaluation.best_so_far(self.log_dir):
-                        evaluation.keep_best(tf1, checkpoint, self.log_dir, summary, step)
-                    evaluation.record(self.log_dir, step, summary, os.path.basename(checkpoint))
-                    evaluation.write_summaries(tf1, evaluation_writer, step, summary)
+                    evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
                     next_eval += self.eval_every
                 bar.update(played)
                 if bar.n % 200 < played or step >= config.max_global_steps:
