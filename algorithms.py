@@ -282,7 +282,7 @@ def of_run(run):
 
 def of_cluster(cluster):
     """The algorithms whose clusters have exactly the jobs of `cluster` (a ClusterSpec dict); () if none."""
-    return tuple(name for name, row in ALGORITHMS.items() if set(cluster) == set(row.jobs))
+    return tuple(name for name, row in ALGORITHMS.items() if row.clusters and set(cluster) == set(row.jobs))
 
 
 def with_replay():
