@@ -309,11 +309,16 @@ class WorldModel:
         batch = tf.shape(state["belief"])[0]
 
         def returns_of(actions):
-            tiled = {key: tf.repeat(value, candidates, axis=0) for key, value in state.items()}
-            return tf.reduce_sum(self.reward(self.rssm.features(self.rssm.imagine(tiled, actions))), axis=1)
+            return self.imagined_return({key: tf.repeat(value, candidates, axis=0) for key, value in state.items()},
+                                        actions)
 
         return cross_entropy_method(returns_of, batch, horizon, self.action_size, candidates, iterations, top, low,
                                     high)
+
+    def imagined_return(self, state, actions):
+        """The rewards the model predicts, summed, along the prior trajectory that `actions` [batch, horizon,
+        action_size] imagine from `state`: [batch]."""
+        return tf.reduce_sum(self.reward(self.rssm.features(self.rssm.imagine(state, actions))), axis=1)
 
 
 # ---------------------------------------------------------------- acting: the filter and the planner
@@ -359,8 +364,11 @@ class Planner:
         self.previous_action = tf1.placeholder(tf.float32, [None, model.action_size], "filter_action")
         self.observation = tf1.placeholder(tf.float32, [None, *model.observation_shape], "filter_observation")
         _, self.posterior = rssm.posterior(self.inputs, self.previous_action, model.encode(self.observation))
-        self.first_action = model.plan(self.posterior, config.cem_horizon, config.cem_candidates,
-                                       config.cem_iterations, config.cem_top)[:, 0]
+        plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
+                          config.cem_top)
+        self.first_action, self.horizon = plan[:, 0], config.cem_horizon
+        self.predicted_return = model.imagined_return(self.posterior, plan)  # what the model expects of its plan
+        self.predicted = np.zeros(count, np.float32)  # the last decision's, each environment's
         self.state = {key: np.zeros((count, size), np.float32) for key, size in sizes.items()}
         self.last_action = np.zeros((count, model.action_size), np.float32)
 
@@ -373,7 +381,8 @@ class Planner:
         """The actions in [-1, 1] for `observations` [count, observation_size], with Gaussian `noise` added."""
         feed = {self.inputs[key]: value for key, value in self.state.items()}
         feed.update({self.previous_action: self.last_action, self.observation: np.asarray(observations, np.float32)})
-        posterior, actions = session.run([self.posterior, self.first_action], feed)
+        posterior, actions, self.predicted = session.run([self.posterior, self.first_action, self.predicted_return],
+                                                         feed)
         self.state = {key: np.asarray(value) for key, value in posterior.items()}
         if noise:
             actions = actions + noise * rng.normal(size=actions.shape)
@@ -452,22 +461,59 @@ class LocalAgent(Agent):
     def __init__(self, session, planner, space, repeat):  # the parent restores a checkpoint: this has the run's session
         self.session, self.planner, self.space, self.noise, self.repeat = session, planner, space, 0.0, repeat
         self.rng, self.record, self.held = np.random.default_rng(0), None, None
+        self.predicted, self.rewards, self.checks = [], [], []  # the episode's; its plan_check pairs
 
     def reset(self):
         super().reset()
-        self.record = None
+        if self.record is not None:
+            self.checks += plan_check(self.predicted, self.rewards, self.planner.horizon)
+        self.record, self.predicted, self.rewards = None, [], []
 
     def act(self, observation, greedy):
         if self.record is None:
             self.record = new_record(np.asarray(observation, np.float32))
-        return super().act(observation, greedy)
+        deciding = self.held is None or self.held[1] == self.repeat
+        action = super().act(observation, greedy)
+        if deciding:
+            self.predicted.append(float(self.planner.predicted[0]))
+            self.rewards.append(0.0)
+        return action
 
     def on_step(self, observation, action, reward, terminated):
+        self.rewards[-1] += reward  # the model's step: the game's rewards while its action was held
         record_step(self.record, np.asarray(observation, np.float32), self.planner.last_action[0].copy(), reward,
                     terminated)
 
+    def plan_checks(self):
+        """(predicted, realised) returns of every decision of the episodes played so far that had the planner's
+        horizon ahead of it (plan_check)."""
+        self.reset()
+        return self.checks
+
     def close(self):
         pass
+
+
+def plan_check(predicted, rewards, horizon):
+    """[(the return the model predicted for the plan of decision t, the rewards of the model's steps t .. t +
+    horizon - 1 as played)] for every decision t of an episode with `horizon` steps ahead of it: how far the
+    planner's imagination is from what its replanning obtains."""
+    return [(predicted[t], float(np.sum(rewards[t:t + horizon]))) for t in range(len(rewards) - horizon + 1)]
+
+
+def write_plan_checks(writer, step, checks):
+    """planner/predicted_return and planner/realised_return, the means of an evaluation's plan_check pairs, and
+    planner/return_error, the mean of their absolute differences."""
+    if not checks:
+        return
+    predicted, realised = np.asarray(checks, np.float64).T
+    summary = tf1.Summary()
+    for tag, value in (("predicted_return", predicted.mean()), ("realised_return", realised.mean()),
+                       ("return_error", np.abs(predicted - realised).mean())):
+        summary.value.add(tag=f"planner/{tag}", simple_value=float(value))
+    writer.add_summary(summary, step)
+    logger.info("evaluation at step %d: the plans' predicted return %.1f, realised %.1f (horizon's)", step,
+                predicted.mean(), realised.mean())
 
 
 # ---------------------------------------------------------------- the one-process run
@@ -541,7 +587,7 @@ class LocalRun:
                     evaluation.write_frames(frames_dir, index, frames, self.eval_frames)
         finally:
             env.close()
-        return evaluation.summarise(episodes)
+        return evaluation.summarise(episodes), agent.plan_checks()
 
     def run(self, session, pretrain=None):
         """Train to max_global_steps; the mean return of the last evaluation. Ctrl-C writes a checkpoint at the
@@ -598,8 +644,9 @@ class LocalRun:
                 progress.last_global_step, progress.updates = step, updates
                 heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
-                    summary = self.evaluate(session, step)
+                    summary, checks = self.evaluate(session, step)
                     last_eval = summary["mean_reward"]
+                    write_plan_checks(writer, step, checks)
                     checkpoint = self.save(session, step, updates)
                     evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
                     next_eval += self.eval_every

@@ -257,23 +257,32 @@ def test_playback_holds_each_planned_action_for_the_action_repeat():
     import gymnasium as gym
 
     class Planner:
-        calls = 0
+        calls, horizon = 0, 2
 
         def act(self, session, observations, rng, noise):
             Planner.calls += 1
-            return np.array([[Planner.calls / 10.0]], np.float32)
+            self.last_action = np.array([[Planner.calls / 10.0]], np.float32)
+            self.predicted = np.array([100.0 * Planner.calls])  # what the plan of this decision expects
+            return self.last_action
 
         def reset(self, index):
             pass
 
     agent = planet.LocalAgent(None, Planner(), gym.spaces.Box(-2.0, 2.0, (1,)), repeat=3)
     agent.reset()
-    actions = [float(agent.act(np.zeros(3), True)[0]) for _ in range(7)]
+    actions = []
+    for step in range(1, 8):  # the game's rewards 1 .. 7
+        actions.append(float(agent.act(np.zeros(3), True)[0]))
+        agent.on_step(np.zeros(3), actions[-1], float(step), False)
     assert Planner.calls == 3, "planned at the 1st, 4th and 7th step"
     assert actions == pytest.approx([0.2] * 3 + [0.4] * 3 + [0.6]), "each in the space's bounds: 2 x the plan"
     agent.reset()
     agent.act(np.zeros(3), True)
     assert Planner.calls == 4, "a new episode plans at once"
+    # the model's steps' rewards 1+2+3, 4+5+6, 7: decisions 1 and 2 have the horizon of 2 steps ahead of them
+    assert agent.plan_checks() == [(100.0, 6 + 15), (200.0, 15 + 7)]
+    assert planet.plan_check([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], 3) == [(1.0, 7.0)]
+    assert planet.plan_check([1.0], [1.0], 2) == [], "no decision with the horizon ahead"
 
 
 def test_the_image_model_encodes_64x64x3_frames_to_1024_and_decodes_them_back_in_one_update():
