@@ -1,4 +1,4 @@
-"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines and RND.
+"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines, RND and disagreement.
 
 A bonus is built twice by the trainer, like the policy: in `global/` (on the parameter server) and in `local/`
 (the worker's copy, which acts and computes the gradients). What a learner relies on, and nothing else:
@@ -204,6 +204,19 @@ class StateActionPredictor(Curiosity):
 
     def __init__(self, observation_shape, num_actions, design_head=None, unsup="action"):
         variables_before = trainable_variables()
+        phi1, phi2 = self._encoder_and_inverse(observation_shape, num_actions, design_head)
+        forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
+                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+        self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
+                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
+        self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
+        self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
+        self.var_list = variables_since(variables_before)
+
+    def _encoder_and_inverse(self, observation_shape, num_actions, design_head):
+        """The encoder phi and the inverse model g(phi(s), phi(s')) -> a with its loss; (phi(s_t), phi(s_t+1)),
+        [N, F] each."""
         self.head = choose_head(observation_shape, design_head)
         self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
@@ -221,15 +234,7 @@ class StateActionPredictor(Curiosity):
             self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
                                          normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
             self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
-
-        forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
-                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
-        self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
-                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
-        self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
-        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
-        self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
-        self.var_list = variables_since(variables_before)
+        return phi1, phi2
 
     def training_loss(self, config):
         """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward)."""
@@ -273,6 +278,46 @@ class StatePredictor(Curiosity):
 
     def summaries(self):
         return {"model/forward_loss": self.forward_loss}
+
+
+ENSEMBLE_SIZE = 5  # forward models of the disagreement bonus (Pathak et al. 2019)
+ENSEMBLE_INIT_STD = 1.0  # their weights' scale: each model its own draw, so that they disagree where untrained
+
+
+def ensemble_variance_per_step(predictions):
+    """The disagreement of an ensemble's predictions [K, N, F]: the variance across the K models, summed over the
+    features, for each of the N steps (Pathak et al. 2019, eq. 2: E_k ||f_k - E_k f_k||^2)."""
+    _, variance = tf.nn.moments(predictions, axes=[0])  # [N, F]
+    return tf.reduce_sum(variance, axis=1)  # [N]
+
+
+class Disagreement(StateActionPredictor):
+    """Self-supervised exploration via disagreement (Pathak et al. 2019): the ICM's encoder phi, trained by its
+    inverse model alone (the paper's inverse-dynamics features), and ENSEMBLE_SIZE forward models f_k(phi(s_t),
+    a_t) -> phi(s_t+1), each from its own initialisation, trained on the same transitions with phi held fixed.
+    The bonus is their disagreement (ensemble_variance_per_step), which falls where they have seen enough to
+    agree and, unlike a forward error, does not stay high where the next state is noise."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup="disagreement"):
+        variables_before = trainable_variables()
+        phi1, phi2 = self._encoder_and_inverse(observation_shape, num_actions, design_head)
+        inputs, target = self._forward_input(tf.stop_gradient(phi1)), tf.stop_gradient(phi2)
+        predictions = []
+        for index in range(ENSEMBLE_SIZE):
+            with tf1.variable_scope(f"ensemble_{index}"):
+                hidden = tf.nn.relu(linear(inputs, PREDICTOR_HIDDEN, "f1",
+                                           normalized_columns_initializer(ENSEMBLE_INIT_STD)))
+                predictions.append(linear(hidden, self.feature_size, "flast",
+                                          normalized_columns_initializer(ENSEMBLE_INIT_STD)))  # [N, F]
+        self.predictions = tf.stack(predictions)  # [K, N, F]
+        self.forward_loss_per_step = tf.reduce_mean(
+            tf.stack([forward_loss_per_step(prediction, target) for prediction in predictions]), axis=0)  # [N]
+        self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)  # the models' mean: each learns its own
+        self.bonus_per_step = ensemble_variance_per_step(self.predictions)  # [N], times prediction_beta
+        self.var_list = variables_since(variables_before)
+
+    def summaries(self):
+        return {**super().summaries(), "model/disagreement": tf.reduce_mean(self.bonus_per_step)}
 
 
 RND_FEATURES = 512  # outputs of the target and the predictor (Burda et al. 2018)
@@ -447,7 +492,7 @@ class RandomNetworkDistillation(Curiosity):
 
 
 BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor,
-           "rnd": RandomNetworkDistillation}
+           "rnd": RandomNetworkDistillation, "disagreement": Disagreement}
 
 
 def two_streams(unsup, config):
