@@ -9,7 +9,10 @@ Families (see `env_family`):
 - mario: Super Mario Bros through nes-py, `mario` (level 1-1) and `mario-W-S` for world W, stage S.
 - atari: any ALE game (`PongDeterministic-v4`, `ALE/Pong-v5`, `BreakoutNoFrameskip-v4`, ...), cropped as in
   universe-starter-agent.
-- gymnasium: any other registered id with a discrete action space (classic control: MLP head).
+- gymnasium: any other registered id with a discrete action space (classic control: MLP head), or a bounded
+  continuous one for the learners that take it; MuJoCo's tasks with the `mujoco` extra.
+- pixels: `<id>-pixels` for a gymnasium task seen through its renderer (`Pendulum-v1-pixels`,
+  `InvertedPendulum-v5-pixels`): 64x64 RGB frames instead of the state vector.
 The game packages are optional extras (`pip install -e .[doom,mario,atari]`); each is imported only when its
 family is used. This module must not import TensorFlow: the launcher uses it to check an id before starting.
 """
@@ -50,7 +53,11 @@ MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari":
 SUPPORTED = ("doom, doomSparse, doomVerySparse and other ViZDoom scenarios by their gymnasium id (VizdoomBasic-v1, "
              "...); mario and mario-W-S (e.g. mario-1-2); Atari games (PongDeterministic-v4, ALE/Pong-v5, "
              "BreakoutNoFrameskip-v4, ...); any gymnasium id with a discrete action space (CartPole-v1, Acrobot-v1, "
-             "...); this project's Corridor-v0, CorridorLong-v0 and CorridorPixels-v0")
+             "...); this project's Corridor-v0, CorridorLong-v0 and CorridorPixels-v0; <id>-pixels for a gymnasium "
+             "task's rendered frames (Pendulum-v1-pixels, InvertedPendulum-v5-pixels)")
+PIXELS_SUFFIX = "-pixels"
+PIXELS_SIZE = 64  # PlaNet's frames: 64x64 RGB
+MUJOCO_ENTRY = "gymnasium.envs.mujoco"  # where gymnasium's MuJoCo tasks live: they render at a size they are given
 
 
 class EnvError(ValueError):
@@ -580,8 +587,128 @@ def _to_small_image(env, repeat, stack, size=IMAGE_SIZE):
     return gym.wrappers.TransformObservation(env, to_channels_last, scaled)
 
 
+def pixels_base(env_id):
+    """The task of a `<id>-pixels` id, else None."""
+    return env_id[:-len(PIXELS_SUFFIX)] if env_id.endswith(PIXELS_SUFFIX) else None
+
+
+class Pixels(gym.ObservationWrapper):
+    """A task seen through its renderer: each observation is the frame that rgb_array renders after the reset or
+    step, resized to size x size RGB (cv2's INTER_AREA, where the renderer draws larger) and scaled to [0, 1]; the
+    state vector is dropped."""
+
+    def __init__(self, env, size=PIXELS_SIZE):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = spaces.Box(0.0, 1.0, (size, size, 3), np.float32)
+
+    def observation(self, observation):
+        import cv2
+
+        frame = np.asarray(self.env.render())
+        if frame.shape[:2] != (self.size, self.size):
+            frame = cv2.resize(frame, (self.size, self.size), interpolation=cv2.INTER_AREA)
+        return frame.astype(np.float32) / 255.0
+
+
+def _make_pixels(base, size=PIXELS_SIZE):
+    """`base` rendering rgb_array frames, as Pixels. MuJoCo's tasks render at `size` directly, through EGL unless
+    MUJOCO_GL says otherwise (no display here), in a process of their own (EnvProcess)."""
+    if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY):
+        return EnvProcess(_rendering, base, size)
+    return _rendering(base, size)
+
+
+def _rendering(base, size):
+    kwargs = {"render_mode": "rgb_array"}
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control's renderer) draws off screen
+    if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        kwargs.update(width=size, height=size)
+    try:
+        env = gym.make(base, **kwargs)
+    except gym.error.DependencyNotInstalled as error:
+        raise EnvError(f"{base}{PIXELS_SUFFIX} cannot render: {error}; pip install -e '.[pixels]' (MuJoCo's tasks: "
+                       f"'.[mujoco]')") from None
+    return Pixels(env, size)
+
+
+class EnvProcess(gym.Env):
+    """An environment built by `make(*args)` and stepped in a child process of its own, started by spawning (it
+    inherits none of this process's libraries). MuJoCo's EGL renderer runs on Mesa's llvmpipe here, whose LLVM
+    crashes the process (a segmentation fault in the first render) once TensorFlow has run in it; apart, both
+    work. Hand-written because gymnasium's AsyncVectorEnv, which does the same, is a vector environment with
+    batched observations and its own resets: this keeps the single environment's API."""
+
+    def __init__(self, make, *args):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.pipe, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, make, args), daemon=True)
+        self.process.start()
+        child.close()
+        self.observation_space, self.action_space, self.spec, self.metadata, self.render_mode = self._call("spaces")
+
+    def _call(self, name, *args, **kwargs):
+        self.pipe.send((name, args, kwargs))
+        ok, result = self.pipe.recv()
+        if not ok:
+            raise result
+        return result
+
+    def reset(self, *, seed=None, options=None):
+        return self._call("reset", seed=seed, options=options)
+
+    def step(self, action):
+        return self._call("step", action)
+
+    def render(self):
+        return self._call("render")
+
+    def close(self):
+        if self.process.is_alive():
+            try:
+                self._call("close")
+            except (EOFError, OSError):
+                pass
+            self.process.join(timeout=10)
+        self.pipe.close()
+
+
+def _serve(pipe, make, args):
+    """EnvProcess's child: the environment's calls from the pipe, each answered (True, result) or (False, the
+    exception); over at "close" or when the parent's end closes."""
+    try:
+        env = make(*args)
+        while True:
+            name, call_args, kwargs = pipe.recv()
+            try:
+                if name == "spaces":
+                    result = (env.observation_space, env.action_space, env.spec, env.metadata, env.render_mode)
+                else:
+                    result = getattr(env, name)(*call_args, **kwargs)
+                pipe.send((True, result))
+            except Exception as error:  # the parent raises it: the child's own trace would be lost
+                pipe.send((False, error))
+            if name == "close":
+                return
+    except (EOFError, KeyboardInterrupt):
+        return
+
+
+def _stacked_colour(env):
+    """The last STACKED_FRAMES colour frames [H, W, 3] in the channels, oldest first: [H, W, 3 x STACKED_FRAMES]."""
+    height, width, channels = env.observation_space.shape
+    env = gym.wrappers.FrameStackObservation(env, STACKED_FRAMES)  # [4, H, W, 3]
+    stacked = spaces.Box(0.0, 1.0, (height, width, channels * STACKED_FRAMES), np.float32)
+    return gym.wrappers.TransformObservation(
+        env, lambda frames: np.concatenate(list(np.asarray(frames, np.float32)), axis=-1), stacked)
+
+
 def env_family(env_id):
     """Which of FAMILIES `env_id` belongs to; EnvError, listing what is supported, for an unknown id."""
+    env_id = pixels_base(env_id) or env_id
     if env_id in DOOM_VARIANTS or env_id.startswith("Vizdoom"):
         family = "doom"
     elif MARIO_ID.fullmatch(env_id):
@@ -603,6 +730,8 @@ def env_family(env_id):
         raise EnvError(f"unknown environment id {env_id!r}{hint}; supported: {SUPPORTED}") from None
     if family == "gymnasium" and str(spec.entry_point).startswith("ale_py"):
         family = "atari"
+    if str(spec.entry_point).startswith(MUJOCO_ENTRY) and importlib.util.find_spec("mujoco") is None:
+        raise EnvError(f"{env_id} is a MuJoCo task: pip install -e '.[mujoco]'")
     return family
 
 
@@ -663,7 +792,10 @@ def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, se
     network with no memory (the replay learners': one frame of Pong shows where the ball is, not where it goes);
     `image_size`: their side in pixels."""
     family = check_env_id(env_id)
-    env, repeat = _make_game(env_id, family, env_wrap, render_mode)
+    if pixels_base(env_id):
+        env, repeat = _make_pixels(pixels_base(env_id)), 1
+    else:
+        env, repeat = _make_game(env_id, family, env_wrap, render_mode)
     bounded_box = (isinstance(env.action_space, spaces.Box) and len(env.action_space.shape) == 1
                    and np.all(np.isfinite(env.action_space.low)) and np.all(np.isfinite(env.action_space.high)))
     if not (isinstance(env.action_space, spaces.Discrete) or (continuous_actions and bounded_box)):
@@ -673,6 +805,8 @@ def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, se
         raise EnvError(f"{env_id} has action space {env.action_space}; the agent needs {needs}")
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
+    elif pixels_base(env_id):
+        env = _stacked_colour(env) if stack_frames else env  # the colour frames as rendered, at their own size
     else:
         env = _to_small_image(env, repeat, stack=stack_frames or paper_preprocessing(env_id, env_wrap),
                               size=image_size)

@@ -27,6 +27,7 @@ import sequences
 from acting import EpisodeLogger
 from cluster import LOCAL
 from constants import UsageError
+from replay import stored_dtype, to_stored
 from offpolicy import Acting, STATS_WINDOW, EVAL_MAX_STEPS, DEFAULT_EVAL_EVERY, episode_arrays, new_record, record_step
 from sessions import DeferredInterrupt, Heartbeat, Timings, check_checkpoint, local_session_config, pretrain_init
 from sessions import restored_session, seed_task
@@ -49,6 +50,14 @@ def quantise(images, bits=IMAGE_BITS, noise=None):
     if noise is not None:
         levels += noise
     return levels / bins - 0.5
+
+
+def model_input(observations, images, noise):
+    """Stored observations as the model takes them: vectors as they are; uint8 images quantised, with uniform noise
+    across each bin while training (`noise` True) and at the bin's centre while acting."""
+    if not images:
+        return observations
+    return quantise(observations, noise=tf.random.uniform(tf.shape(observations)) if noise else 0.5)
 
 
 def dequantise(images, bits=IMAGE_BITS):
@@ -202,10 +211,14 @@ LEARNING_RATE, ADAM_EPSILON, GRADIENT_CLIP = 1e-3, 1e-4, 1000.0  # PlaNet's opti
 
 
 IMAGE_SHAPE = (64, 64, 3)  # PlaNet's frames: what its convolutions take and its deconvolutions make
-# PlaNet's convolutional encoder: (filters, kernel) of 4 layers of stride 2, valid padding, ReLU: 64 -> 31 -> 14 -> 6
-# -> 2, flattened to 1,024; and its decoder: the features to 1,024, then transposed convolutions to 5 -> 13 -> 30 -> 64
-ENCODER_LAYERS = ((32, 4), (64, 4), (128, 4), (256, 4))
-DECODER_LAYERS = ((128, 5), (64, 5), (32, 6), (3, 6))
+# PlaNet's convolutional encoder: (filters in multiples of the depth, kernel) of 4 layers of stride 2, valid padding,
+# ReLU: 64 -> 31 -> 14 -> 6 -> 2, flattened to 32 x depth (1,024 at PlaNet's depth of 32); and its decoder: the
+# features to 32 x depth, then transposed convolutions to 5 -> 13 -> 30 -> 64 (3 channels, the last)
+CNN_DEPTH = 32
+ENCODER_LAYERS = ((1, 4), (2, 4), (4, 4), (8, 4))
+DECODER_LAYERS = ((4, 5), (2, 5), (1, 6))
+DECODER_OUTPUT_KERNEL = 6  # the last transposed convolution's, to the frame's 3 channels without an activation
+EMBEDDING_MULTIPLE = 32  # the encoder's 2 x 2 x 8 depth outputs, and the decoder's first layer
 
 
 def conv(x, filters, kernel, name, activation=tf.nn.relu):
@@ -237,13 +250,14 @@ class WorldModel:
     batch's steps (the observation's log-likelihood summed over its dimensions); its train op. The observations' and
     rewards' densities are Gaussians of unit variance."""
 
-    def __init__(self, observation_shape, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE):
+    def __init__(self, observation_shape, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE,
+                 depth=CNN_DEPTH):
         shape = (observation_shape,) if isinstance(observation_shape, int) else tuple(observation_shape)
         if len(shape) not in (1, 3) or (len(shape) == 3 and shape != IMAGE_SHAPE):
             raise ValueError(f"the world model takes vectors or {IMAGE_SHAPE} images, not {shape}")
         self.observation_shape, self.images = shape, len(shape) == 3
         self.observation_size = shape[0] if not self.images else None
-        self.action_size, self.hidden_size, self.scope = action_size, hidden_size, scope
+        self.action_size, self.hidden_size, self.scope, self.depth = action_size, hidden_size, scope, depth
         self.rssm = rssm or RSSM(scope=f"{scope}/rssm")
 
     def _mlp(self, x, output_size, name):
@@ -259,8 +273,8 @@ class WorldModel:
         leading = tf.shape(observations)[:-3]
         x = tf.reshape(observations, [-1, *IMAGE_SHAPE])
         with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope("encoder"):
-            for index, (filters, kernel) in enumerate(ENCODER_LAYERS):
-                x = conv(x, filters, kernel, f"conv_{index}")
+            for index, (multiple, kernel) in enumerate(ENCODER_LAYERS):
+                x = conv(x, multiple * self.depth, kernel, f"conv_{index}")
         return tf.reshape(x, tf.concat([leading, [int(np.prod(x.shape[1:]))]], 0))
 
     def decode(self, features):
@@ -269,11 +283,11 @@ class WorldModel:
             return self._mlp(features, self.observation_size, "decoder")
         leading = tf.shape(features)[:-1]
         with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope("decoder"):
-            x = dense(tf.reshape(features, [-1, int(features.shape[-1])]), 1024, "in")
-            x = tf.reshape(x, [-1, 1, 1, 1024])
-            for index, (filters, kernel) in enumerate(DECODER_LAYERS):
-                last = index == len(DECODER_LAYERS) - 1
-                x = deconv(x, filters, kernel, f"deconv_{index}", None if last else tf.nn.relu)
+            size = EMBEDDING_MULTIPLE * self.depth
+            x = tf.reshape(dense(tf.reshape(features, [-1, int(features.shape[-1])]), size, "in"), [-1, 1, 1, size])
+            for index, (multiple, kernel) in enumerate(DECODER_LAYERS):
+                x = deconv(x, multiple * self.depth, kernel, f"deconv_{index}")
+            x = deconv(x, IMAGE_SHAPE[-1], DECODER_OUTPUT_KERNEL, f"deconv_{len(DECODER_LAYERS)}", None)
         return tf.reshape(x, tf.concat([leading, IMAGE_SHAPE], 0))
 
     def reward(self, features):
@@ -362,8 +376,10 @@ class Planner:
                  "belief": rssm.belief_size}
         self.inputs = {key: tf1.placeholder(tf.float32, [None, size], f"filter_{key}") for key, size in sizes.items()}
         self.previous_action = tf1.placeholder(tf.float32, [None, model.action_size], "filter_action")
-        self.observation = tf1.placeholder(tf.float32, [None, *model.observation_shape], "filter_observation")
-        _, self.posterior = rssm.posterior(self.inputs, self.previous_action, model.encode(self.observation))
+        self.dtype = np.uint8 if model.images else np.float32  # what the stored observations are
+        self.observation = tf1.placeholder(self.dtype, [None, *model.observation_shape], "filter_observation")
+        embedding = model.encode(model_input(self.observation, model.images, noise=False))
+        _, self.posterior = rssm.posterior(self.inputs, self.previous_action, embedding)
         plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
                           config.cem_top)
         self.first_action, self.horizon = plan[:, 0], config.cem_horizon
@@ -378,9 +394,10 @@ class Planner:
         self.last_action[index] = 0.0
 
     def act(self, session, observations, rng, noise=0.0):
-        """The actions in [-1, 1] for `observations` [count, observation_size], with Gaussian `noise` added."""
+        """The actions in [-1, 1] for stored `observations` [count, *observation_shape], with Gaussian `noise`
+        added."""
         feed = {self.inputs[key]: value for key, value in self.state.items()}
-        feed.update({self.previous_action: self.last_action, self.observation: np.asarray(observations, np.float32)})
+        feed.update({self.previous_action: self.last_action, self.observation: np.asarray(observations, self.dtype)})
         posterior, actions, self.predicted = session.run([self.posterior, self.first_action, self.predicted_return],
                                                          feed)
         self.state = {key: np.asarray(value) for key, value in posterior.items()}
@@ -395,26 +412,46 @@ class Planner:
 
 
 def check_spaces(observation_space, action_space):
-    """UsageError unless the observations are vectors and the actions a bounded vector: what the model takes."""
-    if len(observation_space.shape) != 1:
-        raise UsageError(f"--algo planet takes vector observations for now; this environment's are "
+    """UsageError unless the observations are vectors or 64x64x3 images and the actions a bounded vector: what the
+    model takes."""
+    if len(observation_space.shape) != 1 and tuple(observation_space.shape) != IMAGE_SHAPE:
+        raise UsageError(f"--algo planet takes vector observations or {IMAGE_SHAPE[0]}x{IMAGE_SHAPE[1]}x"
+                         f"{IMAGE_SHAPE[2]} frames (an <id>-pixels task); this environment's are "
                          f"{observation_space.shape}")
     if not hasattr(action_space, "low") or len(action_space.shape) != 1:
         raise UsageError("--algo planet plans continuous actions: it needs a bounded vector action space (a Box)")
 
 
-def build(observation_size, action_size, config, count):
+def check_sequences(config, max_episode_steps):
+    """UsageError when the task's episodes (of at most `max_episode_steps` of the game's, None: unbounded) hold
+    fewer of the model's steps than a training sequence."""
+    if max_episode_steps is None:
+        return
+    rows = -(-max_episode_steps // config.action_repeat) + 1  # the model's steps and the first observation
+    if rows < config.sequence_length:
+        raise UsageError(f"sequence_length {config.sequence_length} is longer than an episode: {max_episode_steps} "
+                         f"steps at action_repeat {config.action_repeat} are {rows} rows; --set sequence_length="
+                         f"{rows} or a smaller action_repeat")
+
+
+def world_model(observation_shape, action_size, config):
+    return WorldModel(observation_shape, action_size,
+                      RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size,
+                      depth=config.cnn_depth)
+
+
+def build(observation_shape, action_size, config, count):
     """The run's graph: (the world model, its training's placeholders, losses and train op, the planner)."""
     if config.cem_top > config.cem_candidates:
         raise UsageError(f"cem_top ({config.cem_top}) must be at most cem_candidates ({config.cem_candidates})")
-    model = WorldModel(observation_size, action_size,
-                       RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size)
+    model = world_model(observation_shape, action_size, config)
     batch = types.SimpleNamespace(
-        observation=tf1.placeholder(tf.float32, [None, None, observation_size], "observations"),
+        observation=tf1.placeholder(np.uint8 if model.images else tf.float32, [None, None, *model.observation_shape],
+                                    "observations"),
         action=tf1.placeholder(tf.float32, [None, None, action_size], "actions"),
         reward=tf1.placeholder(tf.float32, [None, None], "rewards"))
-    losses, _ = model.losses(batch.observation, batch.action, batch.reward, config.free_nats,
-                             config.model_reward_scale)
+    losses, _ = model.losses(model_input(batch.observation, model.images, noise=True), batch.action, batch.reward,
+                             config.free_nats, config.model_reward_scale)
     train, norm = model.train_op(losses["loss"], config.learning_rate, config.adam_epsilon, config.model_grad_clip)
     losses["grad_norm"] = norm
     return model, batch, losses, train, Planner(model, count, config)
@@ -430,8 +467,7 @@ class Agent:
         self.graph, self.space, self.rng = tf.Graph(), env.action_space, np.random.default_rng(seed)
         self.noise, self.repeat, self.held = config.exploration_noise, config.action_repeat, None
         with self.graph.as_default():
-            model = WorldModel(env.observation_space.shape[0], env.action_space.shape[0],
-                               RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size)
+            model = world_model(env.observation_space.shape, env.action_space.shape[0], config)
             self.planner = Planner(model, 1, config)
             self.session = restored_session(tf1, self.graph, model.variables(), checkpoint, "world model")
 
@@ -442,7 +478,8 @@ class Agent:
     def act(self, observation, greedy):
         """The plan's first action, held for action_repeat of the game's steps (the model saw every so many)."""
         if self.held is None or self.held[1] == self.repeat:
-            actions = self.planner.act(self.session, [observation], self.rng, 0.0 if greedy else self.noise)
+            actions = self.planner.act(self.session, to_stored([observation], self.planner.dtype), self.rng,
+                                       0.0 if greedy else self.noise)
             self.held = [to_bounds(actions[0], self.space), 0]
         self.held[1] += 1
         return self.held[0]
@@ -471,7 +508,7 @@ class LocalAgent(Agent):
 
     def act(self, observation, greedy):
         if self.record is None:
-            self.record = new_record(np.asarray(observation, np.float32))
+            self.record = new_record(to_stored(observation, self.planner.dtype))
         deciding = self.held is None or self.held[1] == self.repeat
         action = super().act(observation, greedy)
         if deciding:
@@ -481,8 +518,8 @@ class LocalAgent(Agent):
 
     def on_step(self, observation, action, reward, terminated):
         self.rewards[-1] += reward  # the model's step: the game's rewards while its action was held
-        record_step(self.record, np.asarray(observation, np.float32), self.planner.last_action[0].copy(), reward,
-                    terminated)
+        record_step(self.record, to_stored(observation, self.planner.dtype), self.planner.last_action[0].copy(),
+                    reward, terminated)
 
     def plan_checks(self):
         """(predicted, realised) returns of every decision of the episodes played so far that had the planner's
@@ -531,7 +568,7 @@ class LocalRun:
         check_spaces(space, self.action_space)
         seed_task(tf1, config.seed)
         self.model, self.batch, self.losses, self.train, self.planner = build(
-            space.shape[0], self.action_space.shape[0], config, len(self.envs))
+            space.shape, self.action_space.shape[0], config, len(self.envs))
         self.eval_planner = Planner(self.model, 1, config)
         self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
         self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
@@ -556,7 +593,11 @@ class LocalRun:
         """collect_every updates on batches of the stored episodes; the last one's losses."""
         config = self.config
         for _ in range(config.collect_every):
-            batch = sequences.batch(self.loader, config.batch_size, config.sequence_length)
+            try:
+                batch = sequences.batch(self.loader, config.batch_size, config.sequence_length)
+            except ValueError as error:  # every episode so far ended sooner: the task's episodes are short
+                raise UsageError(f"{error}: the episodes end sooner than sequence_length ({config.sequence_length});"
+                                 f" --set sequence_length=... lower") from None
             feed = {self.batch.observation: batch["observation"], self.batch.action: batch["action"],
                     self.batch.reward: batch["reward"]}
             values, _ = session.run([self.losses, self.train], feed)
@@ -606,7 +647,8 @@ class LocalRun:
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
         episodes.resume_from(step)
         collected = len(logdir.episode_files(self.episodes_dir))  # a resumed run's too: its random ones are done
-        acting = Acting(self.envs, config, np.float32, config.seed + collected, self.episodes_dir)
+        acting = Acting(self.envs, config, stored_dtype(self.envs[0].observation_space), config.seed + collected,
+                        self.episodes_dir)
         progress = types.SimpleNamespace(steps_trained=0, last_global_step=step, updates=updates, skipped_updates=0,
                                          timings=Timings())
         heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=LOCAL.job)
@@ -682,6 +724,7 @@ def run_local(args):
     try:
         check_spaces(probe.observation_space, probe.action_space)
         config = runs.effective_config(args, probe)
+        check_sequences(config, probe.spec.max_episode_steps if probe.spec else None)
     finally:
         probe.close()
     run = LocalRun(args.log_dir, config, make_env, args.eval_every or DEFAULT_EVAL_EVERY, args.eval_episodes,

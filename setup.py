@@ -15,6 +15,9 @@ DOOM = ["vizdoom>=1.3,<2"]  # ships MyWayHome's .cfg/.wad and freedoom
 # envs.py adapts both to gymnasium and numpy 2.
 MARIO = ["gym-super-mario-bros==7.4.0", "nes-py>=8.2,<9"]
 ATARI = ["ale-py>=0.9,<1"]  # ships the ROMs
+# gymnasium's MuJoCo tasks (InvertedPendulum-v5, HalfCheetah-v5, ...), rendered headless through EGL for -pixels
+MUJOCO = ["mujoco>=3.1,<5", "packaging"]
+PIXELS = ["pygame-ce>=2.5,<3"]  # classic control's renderer (Pendulum-v1-pixels); vizdoom brings it too
 
 setup(
     name="curiosity-agent",
@@ -41,6 +44,8 @@ setup(
         "doom": DOOM,
         "mario": MARIO,
         "atari": ATARI,
-        "games": DOOM + MARIO + ATARI,
+        "mujoco": MUJOCO,
+        "pixels": PIXELS,
+        "games": DOOM + MARIO + ATARI + MUJOCO + PIXELS,
     },
 )

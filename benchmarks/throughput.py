@@ -54,7 +54,7 @@ WARMUP_SECS = 10.0
 
 
 def env_only(env_id, seconds, seed, env_wrap=False):
-    env = envs.create_env(env_id, env_wrap=env_wrap, seed=seed)
+    env = envs.create_env(env_id, env_wrap=env_wrap, seed=seed, continuous_actions=True)  # any action space
     try:
         env.reset(seed=seed)
         steps, start = 0, time.time()

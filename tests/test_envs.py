@@ -98,3 +98,45 @@ def test_a_doom_engine_that_cannot_run_is_named_not_waited_on(tmp_path):
         envs.check_doom_engine(str(engine))
     engine.chmod(0o755)
     envs.check_doom_engine(str(engine))
+
+
+def test_a_pixels_id_sees_the_task_through_its_renderer():
+    """Pendulum-v1-pixels: 64x64 RGB in [0, 1] instead of the state; the frame follows the pendulum (the rod's pixels
+    move as it falls); stacked for a learner without memory, the last 3 channels are the newest frame."""
+    env = envs.create_env("Pendulum-v1-pixels", continuous_actions=True, seed=0)
+    first, _ = env.reset(seed=0)
+    assert env.observation_space.shape == (64, 64, 3) and first.shape == (64, 64, 3) and first.dtype == np.float32
+    assert 0.0 <= first.min() < 0.5 < first.max() <= 1.0
+    frames = [env.step(np.zeros(1, np.float32))[0] for _ in range(20)]
+    assert np.abs(frames[-1] - first).mean() > 0.005, "the rod has moved"
+    env.close()
+    stacked = envs.create_env("Pendulum-v1-pixels", continuous_actions=True, seed=0, stack_frames=True)
+    observation, _ = stacked.reset(seed=0)
+    assert observation.shape == (64, 64, 12)
+    assert np.array_equal(observation[..., -3:], first)
+    stacked.close()
+    with pytest.raises(envs.EnvError, match="unknown environment id 'NoSuchTask-v0'"):
+        envs.create_env("NoSuchTask-v0-pixels")
+
+
+def test_a_mujoco_task_renders_its_pixels_headless_after_tensorflow_has_run():
+    """In this process TensorFlow has run a convolution first (MuJoCo's EGL renderer on Mesa crashes a process in
+    which it has: the task renders in a process of its own); an error in the task comes back as the error."""
+    import tensorflow as tf
+
+    assert tf.nn.conv2d(tf.ones([1, 8, 8, 3]), tf.ones([3, 3, 3, 4]), 1, "VALID").shape == (1, 6, 6, 4)
+    env = envs.create_env("InvertedPendulum-v5-pixels", continuous_actions=True, seed=0)
+    observation, _ = env.reset(seed=0)
+    assert observation.shape == (64, 64, 3) and observation.std() > 0.01
+    assert env.step(env.action_space.sample())[0].shape == (64, 64, 3)
+    with pytest.raises(ValueError):
+        env.step(np.zeros(5, np.float32))  # InvertedPendulum takes one action
+    env.close()
+    assert not env.unwrapped.process.is_alive()
+
+
+def test_a_mujoco_task_without_mujoco_says_what_to_install(monkeypatch):
+    real = envs.importlib.util.find_spec
+    monkeypatch.setattr(envs.importlib.util, "find_spec", lambda name: None if name == "mujoco" else real(name))
+    with pytest.raises(envs.EnvError, match=r"InvertedPendulum-v5 is a MuJoCo task: pip install -e '.\[mujoco\]'"):
+        envs.check_env_id("InvertedPendulum-v5-pixels")

@@ -217,10 +217,37 @@ def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(tmp_p
     assert summary["episodes"] == 1 and summary["mean_length"] == 200
 
 
+def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
+    """Pendulum-v1-pixels: the episodes stored as 64x64x3 uint8 frames (a quarter of float32's bytes), the model's
+    convolutions in the checkpoint, an evaluation, and demo.py's playback of the checkpoint from pixels."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    log_dir = tmp_path / "run"
+    result = train_py(*TINY, "--env-id", "Pendulum-v1-pixels", "--log-dir", str(log_dir), "--set", "cnn_depth=2",
+                      "--set", "action_repeat=4", "--set", "max_global_steps=400", "--eval-episodes", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    episode = np.load(sorted((log_dir / "train_episodes").iterdir())[0])
+    assert episode["observation"].dtype == np.uint8 and episode["observation"].shape == (51, 64, 64, 3)
+    assert episode["observation"].max() == 255 and episode["observation"].min() < 128, "white ground, a dark rod"
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    assert tf.train.load_variable(latest, "world_model/encoder/conv_3/w").shape == (4, 4, 8, 16)
+    assert [int(line.split()[1]) for line in open(log_dir / "rewards.txt")] == [400]
+    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
+                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    assert played.returncode == 0, played.stderr[-2000:]
+    assert json.load(open(tmp_path / "demo" / "summary.json"))["mean_length"] == 200
+
+
 REFUSED = [(["--num-workers", "2"], "--algo planet runs in one process for now"),
            (["--unsup", "action"], "--algo planet takes no curiosity bonus yet"),
            (["--env-id", "CartPole-v1"], "plans continuous actions"),
-           (["--env-id", "PongDeterministic-v4"], "takes vector observations for now")]
+           (["--env-id", "PongDeterministic-v4"], "takes vector observations or 64x64x3 frames"),
+           (["--set", "action_repeat=8"], "sequence_length 50 is longer than an episode: 200 steps at action_repeat 8 "
+                                          "are 26 rows")]
 
 
 def test_what_planet_cannot_take_is_one_line(tmp_path):
@@ -257,7 +284,7 @@ def test_playback_holds_each_planned_action_for_the_action_repeat():
     import gymnasium as gym
 
     class Planner:
-        calls, horizon = 0, 2
+        calls, horizon, dtype = 0, 2, np.float32
 
         def act(self, session, observations, rng, noise):
             Planner.calls += 1
@@ -304,3 +331,20 @@ def test_the_image_model_encodes_64x64x3_frames_to_1024_and_decodes_them_back_in
     assert len(variables) == 2 * (4 + 5) and all(np.abs(value).sum() > 0 for value in values)
     with pytest.raises(ValueError, match="vectors or"):
         planet.WorldModel((42, 42, 1), 2)
+
+
+def test_a_narrower_image_model_has_the_same_layers_with_fewer_filters():
+    """cnn_depth 8: the encoder's filters 8, 16, 32, 64 and an embedding of 2 x 2 x 64 = 256; the decoder's 32, 16,
+    8, then 3 channels of 64x64."""
+    model = planet.WorldModel((64, 64, 3), 1, rssm=planet.RSSM(state_size=4, belief_size=8, hidden_size=8),
+                              hidden_size=8, depth=8)
+    frames = tf.zeros([1, 2, 64, 64, 3])
+    embedded, decoded = model.encode(frames), model.decode(tf.zeros([1, 2, 12]))
+    filters = {v.name.split("/")[-2]: v.shape[-1] if "encoder" in v.name else v.shape[-2]
+               for v in model.variables() if v.name.endswith("/w:0") and ("conv_" in v.name)}
+    assert filters == {"conv_0": 8, "conv_1": 16, "conv_2": 32, "conv_3": 64, "deconv_0": 32, "deconv_1": 16,
+                       "deconv_2": 8, "deconv_3": 3}
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        shapes = session.run([tf.shape(embedded), tf.shape(decoded)])
+    assert list(shapes[0]) == [1, 2, 256] and list(shapes[1]) == [1, 2, 64, 64, 3]
