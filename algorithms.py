@@ -61,9 +61,12 @@ class Hyperparameter:
     low: float = None
     high: float = None
     above: bool = False
+    choices: tuple = None  # the values a word may take
 
     def problem(self, value):
         """Why `value` cannot work, or None."""
+        if self.choices is not None:
+            return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
         low = self.low is not None and (value <= self.low if self.above else value < self.low)
         if low or (self.high is not None and value > self.high):
             opening = "(" if self.above else "["
@@ -264,6 +267,9 @@ PLANET = Algorithm(
                        low=0.0),
         Hyperparameter("action_repeat", 1, "environment steps each action is held for: the model's step is that "
                        "many of the game's, its reward their sum (PlaNet's per task)", low=1),
+        Hyperparameter("behaviour", "planner", "what acts: planner (the cross-entropy method in the model's latent "
+                       "space) or sac (an actor and twin critics on the model's latent features, trained from the "
+                       "posterior states of the replayed sequences; no planning)", choices=("planner", "sac")),
         Hyperparameter("cem_horizon", 12, "steps the planner imagines ahead", low=1),
         Hyperparameter("cem_iterations", 10, "the cross-entropy method's refits of its belief a decision", low=1),
         Hyperparameter("cem_candidates", 1000, "action sequences the planner scores in each refit", low=1),

@@ -365,12 +365,14 @@ def to_bounds(actions, space):
     return low + (np.asarray(actions, np.float32) + 1.0) * 0.5 * (high - low)
 
 
-class Planner:
+class Filter:
     """The model's acting graph for `count` environments: each step the posterior of the new observation given the
-    state and the action before it (the filter), then the cross-entropy method's plan from it, whose first action
-    acts. Each environment's state starts from zero with its episode (`reset`)."""
+    state and the action before it, from which a behaviour (Planner, LatentActor: `_decide`) chooses the action.
+    Each environment's state starts from zero with its episode (`reset`)."""
 
-    def __init__(self, model, count, config):
+    horizon = None  # the steps a decision looks ahead (plan_check), if it plans
+
+    def __init__(self, model, count):
         rssm, self.count, self.action_size = model.rssm, count, model.action_size
         sizes = {"mean": rssm.state_size, "stddev": rssm.state_size, "sample": rssm.state_size,
                  "belief": rssm.belief_size}
@@ -380,11 +382,7 @@ class Planner:
         self.observation = tf1.placeholder(self.dtype, [None, *model.observation_shape], "filter_observation")
         embedding = model.encode(model_input(self.observation, model.images, noise=False))
         _, self.posterior = rssm.posterior(self.inputs, self.previous_action, embedding)
-        plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
-                          config.cem_top)
-        self.first_action, self.horizon = plan[:, 0], config.cem_horizon
-        self.predicted_return = model.imagined_return(self.posterior, plan)  # what the model expects of its plan
-        self.predicted = np.zeros(count, np.float32)  # the last decision's, each environment's
+        self.features = rssm.features(self.posterior)
         self.state = {key: np.zeros((count, size), np.float32) for key, size in sizes.items()}
         self.last_action = np.zeros((count, model.action_size), np.float32)
 
@@ -398,17 +396,75 @@ class Planner:
         added."""
         feed = {self.inputs[key]: value for key, value in self.state.items()}
         feed.update({self.previous_action: self.last_action, self.observation: np.asarray(observations, self.dtype)})
-        posterior, actions, self.predicted = session.run([self.posterior, self.first_action, self.predicted_return],
-                                                         feed)
+        posterior, actions = self._decide(session, feed, rng, noise)
         self.state = {key: np.asarray(value) for key, value in posterior.items()}
-        if noise:
-            actions = actions + noise * rng.normal(size=actions.shape)
         self.last_action = np.clip(actions, -1.0, 1.0).astype(np.float32)
         return self.last_action.copy()
 
     def took(self, actions):
-        """Actions taken without the planner (the random episodes'): the filter's next step takes them."""
+        """Actions taken without the behaviour (the random episodes'): the filter's next step takes them."""
         self.last_action = np.asarray(actions, np.float32).reshape(self.last_action.shape)
+
+
+class Planner(Filter):
+    """The cross-entropy method's plan from each filtered state, whose first action acts (with Gaussian `noise`)."""
+
+    def __init__(self, model, count, config):
+        super().__init__(model, count)
+        plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
+                          config.cem_top)
+        self.first_action, self.horizon = plan[:, 0], config.cem_horizon
+        self.predicted_return = model.imagined_return(self.posterior, plan)  # what the model expects of its plan
+        self.predicted = np.zeros(count, np.float32)  # the last decision's, each environment's
+
+    def _decide(self, session, feed, rng, noise):
+        posterior, actions, self.predicted = session.run([self.posterior, self.first_action, self.predicted_return],
+                                                         feed)
+        if noise:
+            actions = actions + noise * rng.normal(size=actions.shape)
+        return posterior, actions
+
+
+LATENT_SCOPE = "latent_sac"  # the latent actor's variables: fresh beside a world model restored from another run
+
+
+def latent_sac(model, config):
+    """SAC's actor, twin critics and temperature (sac.SAC) on the model's features [s_t, h_t], in LATENT_SCOPE; its
+    actions in [-1, 1], as the stored episodes keep them."""
+    from gymnasium import spaces
+
+    from sac import SAC
+
+    size = model.rssm.state_size + model.rssm.belief_size
+    with tf1.variable_scope(LATENT_SCOPE):
+        return SAC((size,), spaces.Box(-1.0, 1.0, (model.action_size,), np.float32), config, "mlp")
+
+
+class LatentActor(Filter):
+    """SAC on the world model's latent state (the source system's extension of PlaNet): the actor's action from the
+    filtered state's features, no planning; a sample of its policy while collecting (`noise` > 0), its mean action
+    without noise."""
+
+    def __init__(self, model, count, sac):
+        super().__init__(model, count)
+        self.sac = sac
+
+    def _decide(self, session, feed, rng, noise):
+        posterior, features = session.run([self.posterior, self.features], feed)
+        _, actions = self.sac.act(session, features, rng, greedy=not noise)
+        return posterior, actions
+
+
+def latent_transitions(features, batch, gamma):
+    """SAC's batch from a batch of sequences and their posterior features [B, T, F]: (f_t, a_t+1, r_t+1, f_t+1)
+    along each sequence (row t+1 holds the action that led from o_t to o_t+1 and its reward), discounted by gamma
+    unless the episode ended there; [B x (T - 1), ...] each."""
+    def flat(value):
+        return np.asarray(value).reshape(-1, *np.shape(value)[2:])
+
+    return {"observations": flat(features[:, :-1]), "next_observations": flat(features[:, 1:]),
+            "actions": flat(batch["action"][:, 1:]), "returns": flat(batch["reward"][:, 1:]),
+            "discounts": gamma * flat(batch["discount"][:, 1:])}
 
 
 def check_spaces(observation_space, action_space):
@@ -441,7 +497,7 @@ def world_model(observation_shape, action_size, config):
 
 
 def build(observation_shape, action_size, config, count):
-    """The run's graph: (the world model, its training's placeholders, losses and train op, the planner)."""
+    """The run's graph: (the world model, its training's placeholders, losses and train op, `behaviour`'s pair)."""
     if config.cem_top > config.cem_candidates:
         raise UsageError(f"cem_top ({config.cem_top}) must be at most cem_candidates ({config.cem_candidates})")
     model = world_model(observation_shape, action_size, config)
@@ -450,11 +506,22 @@ def build(observation_shape, action_size, config, count):
                                     "observations"),
         action=tf1.placeholder(tf.float32, [None, None, action_size], "actions"),
         reward=tf1.placeholder(tf.float32, [None, None], "rewards"))
-    losses, _ = model.losses(model_input(batch.observation, model.images, noise=True), batch.action, batch.reward,
-                             config.free_nats, config.model_reward_scale)
+    losses, posteriors = model.losses(model_input(batch.observation, model.images, noise=True), batch.action,
+                                      batch.reward, config.free_nats, config.model_reward_scale)
+    batch.features = tf.stop_gradient(model.rssm.features(posteriors))  # what the latent actor learns from
     train, norm = model.train_op(losses["loss"], config.learning_rate, config.adam_epsilon, config.model_grad_clip)
     losses["grad_norm"] = norm
-    return model, batch, losses, train, Planner(model, count, config)
+    make_actor, sac = behaviour(model, config)
+    return model, batch, losses, train, make_actor, sac
+
+
+def behaviour(model, config):
+    """(a function of a count of environments that makes their acting graph, the latent SAC or None): the
+    planner's, or the latent actor's, every count sharing one SAC."""
+    if config.behaviour == "sac":
+        sac = latent_sac(model, config)
+        return (lambda count: LatentActor(model, count, sac)), sac
+    return (lambda count: Planner(model, count, config)), None
 
 
 class Agent:
@@ -468,8 +535,10 @@ class Agent:
         self.noise, self.repeat, self.held = config.exploration_noise, config.action_repeat, None
         with self.graph.as_default():
             model = world_model(env.observation_space.shape, env.action_space.shape[0], config)
-            self.planner = Planner(model, 1, config)
-            self.session = restored_session(tf1, self.graph, model.variables(), checkpoint, "world model")
+            make_actor, sac = behaviour(model, config)
+            self.planner = make_actor(1)
+            variables = model.variables() + (sac.actor_variables if sac else [])
+            self.session = restored_session(tf1, self.graph, variables, checkpoint, "world model")
 
     def reset(self):
         self.planner.reset(0)
@@ -502,7 +571,7 @@ class LocalAgent(Agent):
 
     def reset(self):
         super().reset()
-        if self.record is not None:
+        if self.record is not None and self.planner.horizon:
             self.checks += plan_check(self.predicted, self.rewards, self.planner.horizon)
         self.record, self.predicted, self.rewards = None, [], []
 
@@ -511,13 +580,14 @@ class LocalAgent(Agent):
             self.record = new_record(to_stored(observation, self.planner.dtype))
         deciding = self.held is None or self.held[1] == self.repeat
         action = super().act(observation, greedy)
-        if deciding:
+        if deciding and self.planner.horizon:
             self.predicted.append(float(self.planner.predicted[0]))
             self.rewards.append(0.0)
         return action
 
     def on_step(self, observation, action, reward, terminated):
-        self.rewards[-1] += reward  # the model's step: the game's rewards while its action was held
+        if self.rewards:
+            self.rewards[-1] += reward  # the model's step: the game's rewards while its action was held
         record_step(self.record, to_stored(observation, self.planner.dtype), self.planner.last_action[0].copy(),
                     reward, terminated)
 
@@ -567,9 +637,9 @@ class LocalRun:
         space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
         check_spaces(space, self.action_space)
         seed_task(tf1, config.seed)
-        self.model, self.batch, self.losses, self.train, self.planner = build(
+        self.model, self.batch, self.losses, self.train, make_actor, self.sac = build(
             space.shape, self.action_space.shape[0], config, len(self.envs))
-        self.eval_planner = Planner(self.model, 1, config)
+        self.planner, self.eval_planner = make_actor(len(self.envs)), make_actor(1)
         self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
         self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
         self.saver = tf1.train.Saver(max_to_keep=3)
@@ -588,6 +658,8 @@ class LocalRun:
         if pretrain:
             source, include, exclude = pretrain
             pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
+        if self.sac:
+            self.sac.initialise(session)  # the critics' targets start as the critics
 
     def learn(self, session, writer, step, updates):
         """collect_every updates on batches of the stored episodes; the last one's losses."""
@@ -600,12 +672,16 @@ class LocalRun:
                                  f" --set sequence_length=... lower") from None
             feed = {self.batch.observation: batch["observation"], self.batch.action: batch["action"],
                     self.batch.reward: batch["reward"]}
-            values, _ = session.run([self.losses, self.train], feed)
+            values, _, features = session.run([self.losses, self.train, self.batch.features], feed)
+            if self.sac:  # on the posterior states of the batch, before the model's update
+                sac_values, _ = self.sac.train(session, latent_transitions(features, batch, config.gamma),
+                                               np.ones(config.batch_size * (config.sequence_length - 1), np.float32))
+                values = {**values, **sac_values}
             updates += 1
             if updates % config.summary_every_updates == 0:
                 summary = tf1.Summary()
                 for name, value in values.items():
-                    summary.value.add(tag=f"model/{name}", simple_value=float(value))
+                    summary.value.add(tag=name if "/" in name else f"model/{name}", simple_value=float(value))
                 writer.add_summary(summary, step)
         return values, updates
 

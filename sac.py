@@ -145,8 +145,9 @@ class SAC:
         self.losses = {"sac/critic_loss": critic_loss, "sac/actor_loss": actor_loss, "sac/alpha_loss": alpha_loss}
         self.alpha = alpha
 
-        variables = {scope: tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, scope + "/")
-                     for scope in ("actor", "critic", "target")}
+        outer = tf1.get_variable_scope().name  # built inside another scope (PlaNet's latent SAC): its variables' too
+        variables = {scope: tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, f"{outer}/{scope}/" if outer
+                                               else f"{scope}/") for scope in ("actor", "critic", "target")}
         self.actor_variables, self.critic_variables = variables["actor"], variables["critic"]
         self.target_variables = variables["target"]
         self.global_step = global_step_variable()  # environment steps

@@ -348,3 +348,52 @@ def test_a_narrower_image_model_has_the_same_layers_with_fewer_filters():
         session.run(tf1.global_variables_initializer())
         shapes = session.run([tf.shape(embedded), tf.shape(decoded)])
     assert list(shapes[0]) == [1, 2, 256] and list(shapes[1]) == [1, 2, 64, 64, 3]
+
+
+def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fresh(tmp_path, caplog):
+    """A planner run's checkpoint, then --set behaviour=sac --pretrain it --restore-include 'world_model/.*': every
+    variable of the world model holds the checkpoint's value, the latent SAC's are new (and logged as fresh), its
+    critics' targets start as the critics; the run from the command line trains it and demo.py plays its actor."""
+    import logging
+    import subprocess
+    import sys
+
+    import constants
+    import envs
+    from conftest import ROOT
+
+    source = tmp_path / "planner"
+    result = train_py(*TINY, "--log-dir", str(source), "--set", "max_global_steps=400")
+    assert result.returncode == 0, result.stderr[-3000:]
+    checkpoint = tf.train.latest_checkpoint(str(source / "train"))
+    sets = [value for flag, value in zip(TINY, TINY[1:]) if flag == "--set" and value.split("=")[0] in (
+        "state_size", "belief_size", "hidden_size", "batch_size", "sequence_length")]
+    config = constants.config_from_overrides(sets + ["behaviour=sac"], "planet_cpu")
+    with tf.Graph().as_default():
+        run = planet.LocalRun(str(tmp_path / "latent"), config,
+                              lambda render_mode=None: envs.create_env("Pendulum-v1", continuous_actions=True))
+        with tf1.Session() as session, caplog.at_level(logging.INFO):
+            run.restore_or_initialise(session, pretrain=(str(source), "world_model/.*", None))
+            model = {v.op.name: value for v, value in zip(run.model.variables(),
+                                                           session.run(run.model.variables()))}
+            critics, targets = session.run([run.sac.critic_variables, run.sac.target_variables])
+        fresh = [v.op.name for v in tf1.trainable_variables() if v.op.name.startswith(planet.LATENT_SCOPE + "/")]
+    assert model and all(np.array_equal(value, tf.train.load_variable(checkpoint, name))
+                         for name, value in model.items())
+    in_checkpoint = {name for name, _ in tf.train.list_variables(checkpoint)}
+    assert fresh and not set(fresh) & in_checkpoint
+    said = "\n".join(record.getMessage() for record in caplog.records)
+    assert f"restoring {len(model)} of {len(model) + len(fresh)} trainable variables" in said, said
+    assert "world_model/rssm/belief/gates/w" in said.split("not restored")[0] and fresh[0] in said
+    assert all(np.array_equal(critic, target) for critic, target in zip(critics, targets))
+
+    latent = tmp_path / "latent-cli"
+    result = train_py(*TINY, "--log-dir", str(latent), "--set", "behaviour=sac", "--set", "max_global_steps=400",
+                      "--pretrain", str(source), "--restore-include", "world_model/.*")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "pretrain: restored world_model/" in result.stderr
+    trained = tf.train.latest_checkpoint(str(latent / "train"))
+    assert tf.train.load_variable(trained, "latent_sac/updates") == 3, "one SAC update with each of the model's"
+    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(latent), "--greedy", "--episodes",
+                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    assert played.returncode == 0, played.stderr[-2000:]
