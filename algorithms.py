@@ -270,6 +270,10 @@ PLANET = Algorithm(
         Hyperparameter("behaviour", "planner", "what acts: planner (the cross-entropy method in the model's latent "
                        "space) or sac (an actor and twin critics on the model's latent features, trained from the "
                        "posterior states of the replayed sequences; no planning)", choices=("planner", "sac")),
+        Hyperparameter("plan2explore", False, "Plan2Explore (Sekar et al. 2020): an ensemble of one-step predictors "
+                       "of the next embedding learns beside the model, and the collecting planner maximises their "
+                       "disagreement instead of the reward; evaluations plan with the learned reward (zero-shot)"),
+        Hyperparameter("ensemble_size", 10, "Plan2Explore's one-step predictors (its 10)", low=2),
         Hyperparameter("cem_horizon", 12, "steps the planner imagines ahead", low=1),
         Hyperparameter("cem_iterations", 10, "the cross-entropy method's refits of its belief a decision", low=1),
         Hyperparameter("cem_candidates", 1000, "action sequences the planner scores in each refit", low=1),

@@ -251,7 +251,7 @@ class WorldModel:
     rewards' densities are Gaussians of unit variance."""
 
     def __init__(self, observation_shape, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE,
-                 depth=CNN_DEPTH):
+                 depth=CNN_DEPTH, ensemble_size=0):
         shape = (observation_shape,) if isinstance(observation_shape, int) else tuple(observation_shape)
         if len(shape) not in (1, 3) or (len(shape) == 3 and shape != IMAGE_SHAPE):
             raise ValueError(f"the world model takes vectors or {IMAGE_SHAPE} images, not {shape}")
@@ -259,6 +259,7 @@ class WorldModel:
         self.observation_size = shape[0] if not self.images else None
         self.action_size, self.hidden_size, self.scope, self.depth = action_size, hidden_size, scope, depth
         self.rssm = rssm or RSSM(scope=f"{scope}/rssm")
+        self.ensemble_size = ensemble_size  # Plan2Explore's one-step predictors (none without it)
 
     def _mlp(self, x, output_size, name):
         with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope(name):
@@ -296,16 +297,39 @@ class WorldModel:
     def losses(self, observations, actions, rewards, nats=FREE_NATS, reward_scale=REWARD_SCALE):
         """{name: scalar} of a batch of sequences [batch, time, ...] as the stored episodes give them (row t: o_t, the
         action that led to it, the reward it brought), and the posteriors."""
-        priors, posteriors = self.rssm.observe(self.encode(observations), actions)
+        embeddings = self.encode(observations)
+        priors, posteriors = self.rssm.observe(embeddings, actions)
         features = self.rssm.features(posteriors)
         event = [-3, -2, -1] if self.images else [-1]
         observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features), axes=event))
         reward_ll = tf.reduce_mean(gaussian_log_likelihood(rewards, self.reward(features), axes=()))
         kl = diagonal_gaussian_kl(posteriors["mean"], posteriors["stddev"], priors["mean"], priors["stddev"])
         divergence = tf.reduce_mean(free_nats(kl, nats))
-        return {"observation_ll": observation_ll, "reward_ll": reward_ll, "kl": tf.reduce_mean(kl),
-                "divergence": divergence,
-                "loss": -observation_ll - reward_scale * reward_ll + divergence}, posteriors
+        losses = {"observation_ll": observation_ll, "reward_ll": reward_ll, "kl": tf.reduce_mean(kl),
+                  "divergence": divergence, "loss": -observation_ll - reward_scale * reward_ll + divergence}
+        if self.ensemble_size:  # from the features of o_t and a_t+1 to e_t+1; no gradient into the model
+            predictions = self.ensemble(tf.stop_gradient(features[:, :-1]), actions[:, 1:])  # [K, B, T - 1, E]
+            target = tf.stop_gradient(embeddings[:, 1:])
+            losses["ensemble_loss"] = tf.reduce_mean(0.5 * tf.reduce_sum(tf.square(predictions - target), -1))
+            losses["loss"] += losses["ensemble_loss"]
+        return losses, posteriors
+
+    def ensemble(self, features, actions):
+        """Plan2Explore's predictions of the next observation's embedding from [s_t, h_t, a_t+1], one per model of
+        the ensemble: [K, ..., embedding] of features [..., F] and actions [..., A]."""
+        inputs = tf.concat([features, actions], -1)
+        size = EMBEDDING_MULTIPLE * self.depth if self.images else self.hidden_size
+        return tf.stack([self._mlp(inputs, size, f"ensemble_{index}") for index in range(self.ensemble_size)])
+
+    def novelty(self, features, actions):
+        """Plan2Explore's intrinsic reward of each step [...]: the ensemble's disagreement, the variance of its
+        predictions summed over the embedding (curiosity.ensemble_variance_per_step)."""
+        from curiosity import ensemble_variance_per_step
+
+        leading = tf.shape(features)[:-1]
+        predictions = self.ensemble(features, actions)
+        flat = tf.reshape(predictions, [self.ensemble_size, -1, int(predictions.shape[-1])])
+        return tf.reshape(ensemble_variance_per_step(flat), leading)
 
     def variables(self):
         return [v for v in tf1.trainable_variables() if v.name.startswith(f"{self.scope}/")]
@@ -317,14 +341,15 @@ class WorldModel:
         optimiser = tf1.train.AdamOptimizer(learning_rate, epsilon=epsilon)
         return optimiser.apply_gradients(zip(gradients, variables)), norm
 
-    def plan(self, state, horizon, candidates, iterations, top, low=-1.0, high=1.0):
+    def plan(self, state, horizon, candidates, iterations, top, low=-1.0, high=1.0, explore=False):
         """The CEM's action sequence from each of `state`'s batch rows [batch, horizon, action_size]: candidates scored
         by the rewards the model predicts along the prior trajectory they imagine (no observation)."""
         batch = tf.shape(state["belief"])[0]
 
+        score = self.imagined_novelty if explore else self.imagined_return
+
         def returns_of(actions):
-            return self.imagined_return({key: tf.repeat(value, candidates, axis=0) for key, value in state.items()},
-                                        actions)
+            return score({key: tf.repeat(value, candidates, axis=0) for key, value in state.items()}, actions)
 
         return cross_entropy_method(returns_of, batch, horizon, self.action_size, candidates, iterations, top, low,
                                     high)
@@ -333,6 +358,13 @@ class WorldModel:
         """The rewards the model predicts, summed, along the prior trajectory that `actions` [batch, horizon,
         action_size] imagine from `state`: [batch]."""
         return tf.reduce_sum(self.reward(self.rssm.features(self.rssm.imagine(state, actions))), axis=1)
+
+    def imagined_novelty(self, state, actions):
+        """Plan2Explore's return of the same trajectory: the novelty of each imagined step, from the state it leaves
+        and its action, summed: [batch]."""
+        priors = self.rssm.features(self.rssm.imagine(state, actions))  # [batch, horizon, F]
+        leaving = tf.concat([self.rssm.features(state)[:, None], priors[:, :-1]], 1)
+        return tf.reduce_sum(self.novelty(leaving, actions), axis=1)
 
 
 # ---------------------------------------------------------------- acting: the filter and the planner
@@ -409,12 +441,13 @@ class Filter:
 class Planner(Filter):
     """The cross-entropy method's plan from each filtered state, whose first action acts (with Gaussian `noise`)."""
 
-    def __init__(self, model, count, config):
+    def __init__(self, model, count, config, explore=False):
         super().__init__(model, count)
         plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
-                          config.cem_top)
+                          config.cem_top, explore=explore)
         self.first_action, self.horizon = plan[:, 0], config.cem_horizon
-        self.predicted_return = model.imagined_return(self.posterior, plan)  # what the model expects of its plan
+        score = model.imagined_novelty if explore else model.imagined_return
+        self.predicted_return = score(self.posterior, plan)  # what the model expects of its plan
         self.predicted = np.zeros(count, np.float32)  # the last decision's, each environment's
 
     def _decide(self, session, feed, rng, noise):
@@ -493,7 +526,7 @@ def check_sequences(config, max_episode_steps):
 def world_model(observation_shape, action_size, config):
     return WorldModel(observation_shape, action_size,
                       RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size,
-                      depth=config.cnn_depth)
+                      depth=config.cnn_depth, ensemble_size=config.ensemble_size if config.plan2explore else 0)
 
 
 def build(observation_shape, action_size, config, count):
@@ -516,12 +549,16 @@ def build(observation_shape, action_size, config, count):
 
 
 def behaviour(model, config):
-    """(a function of a count of environments that makes their acting graph, the latent SAC or None): the
-    planner's, or the latent actor's, every count sharing one SAC."""
+    """(a function of a count of environments, and of whether they collect, that makes their acting graph; the
+    latent SAC or None): the planner's, or the latent actor's, every count sharing one SAC. With plan2explore the
+    collecting planner maximises the ensemble's disagreement, and the others (evaluation, playback) the learned
+    task reward: zero-shot."""
     if config.behaviour == "sac":
+        if config.plan2explore:
+            raise UsageError("plan2explore plans its exploration: it needs behaviour=planner")
         sac = latent_sac(model, config)
-        return (lambda count: LatentActor(model, count, sac)), sac
-    return (lambda count: Planner(model, count, config)), None
+        return (lambda count, collecting=False: LatentActor(model, count, sac)), sac
+    return (lambda count, collecting=False: Planner(model, count, config, collecting and config.plan2explore)), None
 
 
 class Agent:
@@ -639,7 +676,7 @@ class LocalRun:
         seed_task(tf1, config.seed)
         self.model, self.batch, self.losses, self.train, make_actor, self.sac = build(
             space.shape, self.action_space.shape[0], config, len(self.envs))
-        self.planner, self.eval_planner = make_actor(len(self.envs)), make_actor(1)
+        self.planner, self.eval_planner = make_actor(len(self.envs), collecting=True), make_actor(1)
         self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
         self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
         self.saver = tf1.train.Saver(max_to_keep=3)

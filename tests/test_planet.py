@@ -397,3 +397,62 @@ def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fre
     played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(latent), "--greedy", "--episodes",
                              "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
     assert played.returncode == 0, played.stderr[-2000:]
+
+
+def tiny_explorer(ensemble_size=5):
+    return planet.WorldModel(2, 1, rssm=planet.RSSM(state_size=4, belief_size=8, hidden_size=16), hidden_size=16,
+                             ensemble_size=ensemble_size)
+
+
+def test_plan2explores_novelty_is_zero_for_identical_predictors_and_grows_with_their_spread():
+    model = tiny_explorer()
+    features, actions = tf.random.normal([6, 12], seed=1), tf.random.normal([6, 1], seed=2)
+    novelty = model.novelty(features, actions)  # [6]
+    members = [[v for v in model.variables() if f"/ensemble_{index}/" in v.name] for index in range(5)]
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        first = session.run(members[0])
+        for variables in members[1:]:
+            for variable, value in zip(variables, first):
+                variable.load(value, session)
+        feed_values = session.run([features, actions])
+        feed = dict(zip((features, actions), feed_values))
+        assert session.run(novelty, feed) == pytest.approx(np.zeros(6), abs=1e-6)
+        spread = []
+        for scale in (0.1, 1.0):  # each member's output bias moved by its own noise of this scale
+            for index, variables in enumerate(members):
+                bias = [v for v in variables if v.name.endswith("out/b:0")][0]
+                bias.load(first[-1] + scale * np.random.default_rng(index).normal(size=first[-1].shape), session)
+            spread.append(session.run(novelty, feed).mean())
+    # the variance of 5 draws of std s, summed over the 16 outputs: about 16 s^2 (5 - 1) / 5
+    assert 0 < spread[0] < spread[1] and spread[1] == pytest.approx(100 * spread[0], rel=1e-3), spread
+    assert spread[1] == pytest.approx(16 * 0.8, rel=0.5), spread
+
+
+def test_the_exploring_planner_seeks_the_actions_its_ensemble_has_not_learned():
+    """The ensemble learns the next embedding only after actions in [-1, 0]: planning for novelty from any state,
+    the first action is positive (where the predictors disagree); planning for the reward it is not driven there."""
+    model = tiny_explorer()
+    time, batch = 8, 32
+    observations = tf1.placeholder(tf.float32, [None, time, 2])
+    actions = tf1.placeholder(tf.float32, [None, time, 1])
+    losses, posteriors = model.losses(observations, actions, tf.zeros([batch, time]))
+    ensemble = [v for v in model.variables() if "/ensemble_" in v.name]
+    train = tf1.train.AdamOptimizer(3e-3).minimize(losses["ensemble_loss"], var_list=ensemble)
+    last = {key: value[:, -1] for key, value in posteriors.items()}
+    plan = model.plan(last, horizon=3, candidates=100, iterations=3, top=10, explore=True)
+    rng = np.random.default_rng(0)
+
+    def feed():
+        taken = rng.uniform(-1.0, 0.0, (batch, time, 1)).astype(np.float32)
+        return {observations: np.cumsum(np.concatenate([taken, taken], -1), axis=1) * 0.1, actions: taken}
+
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        for _ in range(300):
+            session.run(train, feed())
+        known = session.run(model.novelty(tf.zeros([1, 12]), tf.constant([[-0.5]])))
+        unknown = session.run(model.novelty(tf.zeros([1, 12]), tf.constant([[0.9]])))
+        first = session.run(plan, feed())[:, 0, 0]
+    assert unknown[0] > 3 * known[0], (known, unknown)
+    assert np.mean(first) > 0.3, first
