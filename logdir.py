@@ -142,6 +142,7 @@ def read_rewards(log_dir):
 
 
 TRAIN_EPISODES, TEST_EPISODES = "train_episodes", "test_episodes"
+PREDICTIONS = "predictions"  # a world model's open-loop predictions, a PNG each evaluation
 # An episode of T steps as PlaNet stores it: T + 1 rows, the first the reset observation with a zero action, reward
 # and the discount 1; discount 0 on the step that terminated it (a time limit's truncation keeps 1).
 EPISODE_KEYS = ("observation", "action", "reward", "discount")

@@ -638,6 +638,67 @@ class LocalAgent(Agent):
         pass
 
 
+OPEN_LOOP_CONTEXT, OPEN_LOOP_STEPS = 5, 30  # the open-loop prediction: 5 steps observed, then imagined to 30
+
+
+class OpenLoop:
+    """The model's open-loop prediction of a stored episode, as PlaNet shows its video predictions: the first
+    OPEN_LOOP_CONTEXT steps observed (the posteriors), the rest imagined from the last of them with the episode's
+    own actions (the priors), every step decoded; written beside the truth as a PNG (frames: the truth above the
+    prediction; vectors: each dimension's two curves)."""
+
+    def __init__(self, model):
+        self.images = model.images
+        self.observation = tf1.placeholder(np.uint8 if model.images else tf.float32,
+                                           [1, None, *model.observation_shape], "open_loop_observations")
+        self.action = tf1.placeholder(tf.float32, [1, None, model.action_size], "open_loop_actions")
+        context = OPEN_LOOP_CONTEXT
+        inputs = model_input(self.observation[:, :context], model.images, noise=False)
+        _, posteriors = model.rssm.observe(model.encode(inputs), self.action[:, :context])
+        priors = model.rssm.imagine({key: value[:, -1] for key, value in posteriors.items()},
+                                    self.action[:, context:])
+        decoded = model.decode(tf.concat([model.rssm.features(posteriors), model.rssm.features(priors)], 1))
+        self.predicted = (dequantise(decoded) if model.images else decoded)[0]  # [T, ...]
+
+    def predict(self, session, episode):
+        """(truth, prediction) of the episode's first OPEN_LOOP_STEPS rows, [T, ...] each."""
+        rows = slice(0, OPEN_LOOP_STEPS)
+        truth = episode["observation"][rows]
+        if self.images:  # the truth as the model sees it: quantised to its bins
+            truth = ((truth // 2 ** (8 - IMAGE_BITS)) * 2 ** (8 - IMAGE_BITS)).astype(np.uint8)
+        feed = {self.observation: episode["observation"][None, rows], self.action: episode["action"][None, rows]}
+        return truth, session.run(self.predicted, feed)
+
+    def write(self, session, episode, path):
+        truth, predicted = self.predict(session, episode)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if self.images:
+            import cv2
+
+            strip = np.concatenate([np.concatenate(list(truth), 1), np.concatenate(list(predicted), 1)], 0)
+            cv2.imwrite(path, strip[..., ::-1])  # RGB to cv2's BGR
+            return path
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        dimensions = truth.shape[1]
+        figure, axes = plt.subplots(dimensions, 1, figsize=(8, 1.6 * dimensions), sharex=True, squeeze=False)
+        for index, axis in enumerate(axes[:, 0]):
+            axis.plot(truth[:, index], label="truth")
+            axis.plot(predicted[:, index], "--", label="open-loop prediction")
+            axis.axvline(OPEN_LOOP_CONTEXT - 0.5, color="grey", linewidth=0.8)
+            axis.set_ylabel(f"o[{index}]")
+        axes[0, 0].legend(loc="upper right", fontsize="small")
+        axes[0, 0].set_title(f"observed {OPEN_LOOP_CONTEXT} steps (left of the line), then imagined")
+        axes[-1, 0].set_xlabel("model step")
+        figure.tight_layout()
+        figure.savefig(path, dpi=80)
+        plt.close(figure)
+        return path
+
+
 def plan_check(predicted, rewards, horizon):
     """[(the return the model predicted for the plan of decision t, the rewards of the model's steps t .. t +
     horizon - 1 as played)] for every decision t of an episode with `horizon` steps ahead of it: how far the
@@ -677,6 +738,7 @@ class LocalRun:
         self.model, self.batch, self.losses, self.train, make_actor, self.sac = build(
             space.shape, self.action_space.shape[0], config, len(self.envs))
         self.planner, self.eval_planner = make_actor(len(self.envs), collecting=True), make_actor(1)
+        self.open_loop = OpenLoop(self.model)
         self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
         self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
         self.saver = tf1.train.Saver(max_to_keep=3)
@@ -802,6 +864,7 @@ class LocalRun:
                     summary, checks = self.evaluate(session, step)
                     last_eval = summary["mean_reward"]
                     write_plan_checks(writer, step, checks)
+                    self.write_open_loop(session, step)
                     checkpoint = self.save(session, step, updates)
                     evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
                     next_eval += self.eval_every
@@ -818,6 +881,14 @@ class LocalRun:
             evaluation_writer.close()
             acting.close()
         return last_eval
+
+    def write_open_loop(self, session, step):
+        """The open-loop prediction of the newest stored episode, <log-dir>/predictions/open_loop_<step>.png."""
+        paths = logdir.episode_files(self.episodes_dir)
+        episode = logdir.read_episode(paths[-1]) if paths else None
+        if episode is not None and len(episode["reward"]) > OPEN_LOOP_CONTEXT:
+            path = os.path.join(self.log_dir, logdir.PREDICTIONS, f"open_loop_{step:09d}.png")
+            logger.info("open-loop prediction at step %d: %s", step, self.open_loop.write(session, episode, path))
 
     def save(self, session, step, updates):
         self.global_step.load(step, session)

@@ -236,6 +236,10 @@ def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     assert tf.train.load_variable(latest, "world_model/encoder/conv_3/w").shape == (4, 4, 8, 16)
     assert [int(line.split()[1]) for line in open(log_dir / "rewards.txt")] == [400]
+    import cv2
+
+    strip = cv2.imread(str(log_dir / "predictions" / "open_loop_000000400.png"))
+    assert strip.shape == (2 * 64, 30 * 64, 3), "the truth above the open-loop prediction, 30 frames"
     played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
                              "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
     assert played.returncode == 0, played.stderr[-2000:]
@@ -456,3 +460,26 @@ def test_the_exploring_planner_seeks_the_actions_its_ensemble_has_not_learned():
         first = session.run(plan, feed())[:, 0, 0]
     assert unknown[0] > 3 * known[0], (known, unknown)
     assert np.mean(first) > 0.3, first
+
+
+def test_the_open_loop_prediction_observes_five_steps_and_imagines_the_rest():
+    """The imagined part of the prediction has no gradient from the observations after the first five and has one
+    from the actions after them (what it sees, checked on random weights); 30 rows at most, the truth beside it."""
+    model = planet.WorldModel(3, 1, rssm=planet.RSSM(state_size=4, belief_size=8, hidden_size=16), hidden_size=16)
+    open_loop = planet.OpenLoop(model)
+    context = planet.OPEN_LOOP_CONTEXT
+    imagined = tf.reduce_sum(open_loop.predicted[context:])
+    from_observations, from_actions = tf.gradients(imagined, [open_loop.observation, open_loop.action])
+    rng = np.random.default_rng(0)
+    episode = {"observation": rng.normal(size=(40, 3)).astype(np.float32),
+               "action": rng.uniform(-1, 1, (40, 1)).astype(np.float32)}
+    rows = slice(0, planet.OPEN_LOOP_STEPS)
+    feed = {open_loop.observation: episode["observation"][None, rows], open_loop.action: episode["action"][None, rows]}
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        truth, predicted = open_loop.predict(session, episode)
+        observed, acted = session.run([from_observations, from_actions], feed)
+    assert truth.shape == predicted.shape == (planet.OPEN_LOOP_STEPS, 3)
+    assert np.array_equal(truth, episode["observation"][rows])
+    assert np.abs(observed[0, :context]).sum() > 0 and not observed[0, context:].any(), "later frames unseen"
+    assert np.abs(acted[0, context:]).sum(axis=1).min() > 0, "each later action drives the imagination"
