@@ -339,3 +339,16 @@ def test_the_open_loop_prediction_observes_five_steps_and_imagines_the_rest():
     assert np.array_equal(truth, episode["observation"][rows])
     assert np.abs(observed[0, :context]).sum() > 0 and not observed[0, context:].any(), "later frames unseen"
     assert np.abs(acted[0, context:]).sum(axis=1).min() > 0, "each later action drives the imagination"
+
+
+def test_the_latent_sacs_transitions_pair_each_state_with_the_action_and_reward_that_follow_it():
+    features = np.arange(12, dtype=np.float32).reshape(2, 3, 2)  # [B=2, T=3, F=2]
+    batch = {"action": np.array([[[0.0], [0.1], [0.2]], [[0.0], [0.3], [0.4]]], np.float32),
+             "reward": np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0]], np.float32),
+             "discount": np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]], np.float32)}  # the second ended at its last
+    transitions = planet.latent_transitions(features, batch, gamma=0.9)
+    assert transitions["observations"].tolist() == [[0, 1], [2, 3], [6, 7], [8, 9]]
+    assert transitions["next_observations"].tolist() == [[2, 3], [4, 5], [8, 9], [10, 11]]
+    assert transitions["actions"][:, 0].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert transitions["returns"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert transitions["discounts"].tolist() == pytest.approx([0.9, 0.9, 0.9, 0.0])
