@@ -403,3 +403,18 @@ def test_status_and_playback_answer_bad_input_in_one_line(tmp_path, script, argv
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and expected in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(f"{script}: error: ") and "Traceback" not in result.stderr
+
+
+def test_exploration_coverage_counts_the_cells_a_pendulums_states_visit():
+    """Pendulum's (cos, sin, velocity) as (angle, velocity) by hand; a 24 x 24 grid over [-pi, pi] x [-8, 8]: three
+    states in two cells (two share one), the upper bounds in the last cells."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import exploration_coverage as coverage
+
+    observations = [[1.0, 0.0, 0.0], [1.0, 0.0, 0.1], [-1.0, 1e-9, 8.0]]  # upright still twice; hanging, at full speed
+    states = coverage.pendulum_state(observations)
+    assert states[:, 0] == pytest.approx([0.0, 0.0, np.pi]) and states[:, 1].tolist() == [0.0, 0.1, 8.0]
+    counts = coverage.visits(states, ((-np.pi, np.pi), (-8.0, 8.0)))
+    assert counts.shape == (24, 24) and counts.sum() == 3
+    assert counts[12, 12] == 2 and counts[23, 23] == 1
+    assert coverage.coverage(counts) == pytest.approx(2 / 576)
