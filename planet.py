@@ -443,6 +443,7 @@ class Planner(Filter):
 
     def __init__(self, model, count, config, explore=False):
         super().__init__(model, count)
+        self.explore = explore  # Plan2Explore's novelty in place of the reward
         plan = model.plan(self.posterior, config.cem_horizon, config.cem_candidates, config.cem_iterations,
                           config.cem_top, explore=explore)
         self.first_action, self.horizon = plan[:, 0], config.cem_horizon

@@ -352,3 +352,18 @@ def test_the_latent_sacs_transitions_pair_each_state_with_the_action_and_reward_
     assert transitions["actions"][:, 0].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
     assert transitions["returns"].tolist() == [1.0, 2.0, 3.0, 4.0]
     assert transitions["discounts"].tolist() == pytest.approx([0.9, 0.9, 0.9, 0.0])
+
+
+def test_with_plan2explore_the_run_collects_for_novelty_and_evaluates_for_the_reward(tmp_path):
+    import constants
+    import envs
+
+    config = constants.config_from_overrides(["plan2explore=true", "ensemble_size=2", "state_size=4",
+                                              "belief_size=8", "hidden_size=8"], "planet_cpu")
+    run = planet.LocalRun(str(tmp_path), config,
+                          lambda render_mode=None: envs.create_env("Pendulum-v1", continuous_actions=True))
+    assert run.planner.explore and not run.eval_planner.explore
+    assert any("/ensemble_1/" in v.name for v in run.model.variables()) and "ensemble_loss" in run.losses
+    with pytest.raises(constants.UsageError, match="plan2explore plans its exploration: it needs behaviour=planner"):
+        planet.behaviour(run.model, constants.config_from_overrides(["plan2explore=true", "behaviour=sac"],
+                                                                    "planet_cpu"))
