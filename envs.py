@@ -614,7 +614,10 @@ class Pixels(gym.ObservationWrapper):
 def _make_pixels(base, size=PIXELS_SIZE):
     """`base` rendering rgb_array frames, as Pixels. MuJoCo's tasks render at `size` directly, through EGL unless
     MUJOCO_GL says otherwise (no display here), in a process of their own (EnvProcess)."""
-    if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY):
+    import multiprocessing
+
+    # a pool's worker (daemonic) cannot start a process: it renders in itself, as a benchmark's does, without TensorFlow
+    if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY) and not multiprocessing.current_process().daemon:
         return EnvProcess(_rendering, base, size)
     return _rendering(base, size)
 
