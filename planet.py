@@ -722,49 +722,79 @@ def write_plan_checks(writer, step, checks):
                 predicted.mean(), realised.mean())
 
 
-# ---------------------------------------------------------------- the one-process run
+# ---------------------------------------------------------------- collecting and learning, in any placement
 
-class LocalRun:
-    """PlaNet in one process: random episodes first, then episodes of the planner, the world model's updates after
-    each; evaluations, checkpoints, the episode CSV, TensorBoard, a heartbeat and a progress bar."""
+class Collector:
+    """The collecting half of a PlaNet run, the same in one process and on each of a cluster's actors: uniformly
+    random actions while the episode store holds fewer than random_episodes episodes, then the behaviour's (with
+    exploration noise); each finished episode into the store (`episodes_dir`) and the episode log. `behaviour` is a
+    Filter for the environments, run in `session` (the run's, or an actor's copy of the model)."""
 
-    def __init__(self, log_dir, config, make_env, eval_every=DEFAULT_EVAL_EVERY, eval_episodes=5, progress=True,
-                 eval_frames=None):
-        self.log_dir, self.config, self.make_env, self.progress = log_dir, config, make_env, progress
-        self.eval_every, self.eval_episodes, self.eval_frames = eval_every, eval_episodes, eval_frames
-        self.envs = [ActionRepeat(make_env(), config.action_repeat) for _ in range(config.envs_per_worker)]
-        space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
-        check_spaces(space, self.action_space)
-        seed_task(tf1, config.seed)
-        self.model, self.batch, self.losses, self.train, make_actor, self.sac = build(
-            space.shape, self.action_space.shape[0], config, len(self.envs))
-        self.planner, self.eval_planner = make_actor(len(self.envs), collecting=True), make_actor(1)
-        self.open_loop = OpenLoop(self.model)
-        self.global_step = tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64)
-        self.updates = tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64)
-        self.saver = tf1.train.Saver(max_to_keep=3)
-        self.train_dir = logdir.checkpoints_dir(log_dir)
-        self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
-        self.rng = np.random.default_rng(config.seed)
-        self.loader = sequences.EpisodeLoader(self.episodes_dir, self.rng, min_rows=config.sequence_length)
+    def __init__(self, envs, config, behaviour, episodes_dir, seed, rng, episode_logger, timings):
+        self.envs, self.config, self.behaviour, self.episodes_dir = envs, config, behaviour, episodes_dir
+        self.rng, self.episode_logger, self.timings = rng, episode_logger, timings
+        self.stored = self.stored_episodes()  # a resumed run's too: its random ones are done
+        self.acting = Acting(envs, config, stored_dtype(envs[0].observation_space), seed + self.stored, episodes_dir)
+        self.played = 0  # the game's steps, all environments together
 
-    def restore_or_initialise(self, session, pretrain=None):
-        latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
-        if latest:
-            self.saver.restore(session, latest)
-            logger.info("resumed from %s at step %d", latest, session.run(self.global_step))
-            return
-        session.run(tf1.global_variables_initializer())
-        if pretrain:
-            source, include, exclude = pretrain
-            pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
-        if self.sac:
-            self.sac.initialise(session)  # the critics' targets start as the critics
+    def stored_episodes(self):
+        """The episodes in the store: this process's and, on a cluster, every actor's."""
+        return len(logdir.episode_files(self.episodes_dir))
 
-    def learn(self, session, writer, step, updates):
-        """collect_every updates on batches of the stored episodes; the last one's losses."""
-        config = self.config
-        for _ in range(config.collect_every):
+    @property
+    def random(self):
+        return self.stored < self.config.random_episodes
+
+    @property
+    def beginning(self):
+        """Whether an environment's next step is its episode's first."""
+        return any(self.acting.beginning)
+
+    def step(self, session):
+        """Every environment one step of the model (action_repeat of the game's); (the game's steps played, the
+        finished episodes' EpisodeStats)."""
+        for k in np.flatnonzero(self.acting.beginning):
+            self.behaviour.reset(k)
+        if self.random:
+            actions = self.rng.uniform(-1.0, 1.0, (len(self.envs), self.behaviour.action_size)).astype(np.float32)
+            self.behaviour.took(actions)
+        else:
+            with self.timings.phase("act"):
+                actions = self.behaviour.act(session, self.acting.stored_observations(), self.rng,
+                                             self.config.exploration_noise)
+        with self.timings.phase("env"):
+            _, finished = self.acting.step(to_bounds(actions, self.envs[0].action_space), None, actions)
+        total = sum(env.env_steps for env in self.envs)
+        played, self.played = total - self.played, total
+        for stats in finished:
+            self.episode_logger(stats)
+        if finished:
+            self.stored = self.stored_episodes()
+        return played, finished
+
+    def close(self):
+        self.acting.close()
+
+
+class ModelLearning:
+    """The learning half: the world model's updates (and the latent SAC's) on batches of sequences of the stored
+    episodes, collect_every of them for each episode stored after the random ones but the last (`owed`), whoever
+    collected it."""
+
+    def __init__(self, model, batch, losses, train, sac, config, episodes_dir, rng):
+        self.model, self.batch, self.losses, self.train, self.sac = model, batch, losses, train, sac
+        self.config = config
+        self.loader = sequences.EpisodeLoader(episodes_dir, rng, min_rows=config.sequence_length)
+
+    def owed(self, episodes):
+        """The updates a run owes once `episodes` are stored: collect_every for the last random episode and for each
+        one after it (PlaNet trains after each episode it collects)."""
+        return self.config.collect_every * max(0, episodes - self.config.random_episodes + 1)
+
+    def learn(self, session, writer, step, updates, count):
+        """`count` updates on batches of the stored episodes; (the last one's losses, the updates made in all)."""
+        config, values = self.config, {}
+        for _ in range(count):
             try:
                 batch = sequences.batch(self.loader, config.batch_size, config.sequence_length)
             except ValueError as error:  # every episode so far ended sooner: the task's episodes are short
@@ -784,6 +814,61 @@ class LocalRun:
                     summary.value.add(tag=name if "/" in name else f"model/{name}", simple_value=float(value))
                 writer.add_summary(summary, step)
         return values, updates
+
+
+def counters():
+    """The run's global step (the game's steps played) and its count of the model's updates: variables, so that a
+    checkpoint keeps them."""
+    return (tf1.Variable(0, trainable=False, name="global_step", dtype=tf.int64),
+            tf1.Variable(0, trainable=False, name="updates", dtype=tf.int64))
+
+
+def write_open_loop(session, open_loop, log_dir, episodes_dir, step):
+    """The open-loop prediction of the newest stored episode, <log-dir>/predictions/open_loop_<step>.png."""
+    paths = logdir.episode_files(episodes_dir)
+    episode = logdir.read_episode(paths[-1]) if paths else None
+    if episode is not None and len(episode["reward"]) > OPEN_LOOP_CONTEXT:
+        path = os.path.join(log_dir, logdir.PREDICTIONS, f"open_loop_{step:09d}.png")
+        logger.info("open-loop prediction at step %d: %s", step, open_loop.write(session, episode, path))
+
+
+# ---------------------------------------------------------------- the one-process run
+
+class LocalRun:
+    """PlaNet in one process: a Collector and a ModelLearning taking turns (an episode, then the updates it owes);
+    evaluations, checkpoints, the episode CSV, TensorBoard, a heartbeat and a progress bar."""
+
+    def __init__(self, log_dir, config, make_env, eval_every=DEFAULT_EVAL_EVERY, eval_episodes=5, progress=True,
+                 eval_frames=None):
+        self.log_dir, self.config, self.make_env, self.progress = log_dir, config, make_env, progress
+        self.eval_every, self.eval_episodes, self.eval_frames = eval_every, eval_episodes, eval_frames
+        self.envs = [ActionRepeat(make_env(), config.action_repeat) for _ in range(config.envs_per_worker)]
+        space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
+        check_spaces(space, self.action_space)
+        seed_task(tf1, config.seed)
+        self.model, batch, losses, train, make_actor, self.sac = build(
+            space.shape, self.action_space.shape[0], config, len(self.envs))
+        self.planner, self.eval_planner = make_actor(len(self.envs), collecting=True), make_actor(1)
+        self.open_loop = OpenLoop(self.model)
+        self.global_step, self.updates = counters()
+        self.saver = tf1.train.Saver(max_to_keep=3)
+        self.train_dir = logdir.checkpoints_dir(log_dir)
+        self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
+        self.rng = np.random.default_rng(config.seed)
+        self.learning = ModelLearning(self.model, batch, losses, train, self.sac, config, self.episodes_dir, self.rng)
+
+    def restore_or_initialise(self, session, pretrain=None):
+        latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
+        if latest:
+            self.saver.restore(session, latest)
+            logger.info("resumed from %s at step %d", latest, session.run(self.global_step))
+            return
+        session.run(tf1.global_variables_initializer())
+        if pretrain:
+            source, include, exclude = pretrain
+            pretrain_init(tf1, source, tf1.trainable_variables(), include, exclude)(session)
+        if self.sac:
+            self.sac.initialise(session)  # the critics' targets start as the critics
 
     def evaluate(self, session, step):
         """eval_episodes episodes of the planner without noise, on an environment of its own, each into
@@ -815,57 +900,42 @@ class LocalRun:
     def play_and_learn(self, session, interrupt, pretrain=None):
         from tqdm import tqdm
 
-        config, count = self.config, len(self.envs)
+        config = self.config
         self.restore_or_initialise(session, pretrain)
         writer = tf1.summary.FileWriter(logdir.events_dir(self.log_dir, 0), session.graph)
         evaluation_writer = tf1.summary.FileWriter(os.path.join(self.log_dir, logdir.EVAL_EVENTS))
         step, updates = (int(value) for value in session.run([self.global_step, self.updates]))
         episodes = EpisodeLogger(self.log_dir, 0, writer, lambda: step)
         episodes.resume_from(step)
-        collected = len(logdir.episode_files(self.episodes_dir))  # a resumed run's too: its random ones are done
-        acting = Acting(self.envs, config, stored_dtype(self.envs[0].observation_space), config.seed + collected,
-                        self.episodes_dir)
         progress = types.SimpleNamespace(steps_trained=0, last_global_step=step, updates=updates, skipped_updates=0,
                                          timings=Timings())
+        collector = Collector(self.envs, config, self.planner, self.episodes_dir, config.seed, self.rng, episodes,
+                              progress.timings)
         heartbeat = Heartbeat(self.log_dir, 0, config.max_global_steps, job=LOCAL.job)
         bar = tqdm(total=config.max_global_steps, initial=step, unit="step", disable=not self.progress,
                    dynamic_ncols=True)
         next_eval = (step // self.eval_every + 1) * self.eval_every
-        recent, last_eval, losses, steps_before = [], None, {}, 0
+        recent, last_eval, losses = [], None, {}
         try:
             while step < config.max_global_steps:
                 if interrupt.requested:
                     self.save(session, step, updates)
                     raise KeyboardInterrupt
-                for k in np.flatnonzero(acting.beginning):
-                    self.planner.reset(k)
-                if collected < config.random_episodes:
-                    actions = self.rng.uniform(-1.0, 1.0, (count, self.model.action_size)).astype(np.float32)
-                    self.planner.took(actions)
-                else:
-                    with progress.timings.phase("act"):
-                        actions = self.planner.act(session, acting.stored_observations(), self.rng,
-                                                   config.exploration_noise)
-                with progress.timings.phase("env"):
-                    _, finished = acting.step(to_bounds(actions, self.action_space), None, actions)
-                played = sum(env.env_steps for env in self.envs) - steps_before
-                steps_before += played
+                played, finished = collector.step(session)
                 step += played
                 progress.steps_trained += played
-                for stats in finished:
-                    episodes(stats)
-                    recent = (recent + [stats.env_reward])[-STATS_WINDOW:]
-                    collected += 1
-                    if collected >= config.random_episodes:  # then an episode of the planner per collect_every
-                        with progress.timings.phase("train"):
-                            losses, updates = self.learn(session, writer, step, updates)
+                recent = (recent + [stats.env_reward for stats in finished])[-STATS_WINDOW:]
+                owed = self.learning.owed(collector.stored) - updates
+                if finished and owed > 0:  # an episode, then the updates it owes
+                    with progress.timings.phase("train"):
+                        losses, updates = self.learning.learn(session, writer, step, updates, owed)
                 progress.last_global_step, progress.updates = step, updates
                 heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
                     summary, checks = self.evaluate(session, step)
                     last_eval = summary["mean_reward"]
                     write_plan_checks(writer, step, checks)
-                    self.write_open_loop(session, step)
+                    write_open_loop(session, self.open_loop, self.log_dir, self.episodes_dir, step)
                     checkpoint = self.save(session, step, updates)
                     evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
                     next_eval += self.eval_every
@@ -880,16 +950,8 @@ class LocalRun:
             episodes.close()
             writer.close()
             evaluation_writer.close()
-            acting.close()
+            collector.close()
         return last_eval
-
-    def write_open_loop(self, session, step):
-        """The open-loop prediction of the newest stored episode, <log-dir>/predictions/open_loop_<step>.png."""
-        paths = logdir.episode_files(self.episodes_dir)
-        episode = logdir.read_episode(paths[-1]) if paths else None
-        if episode is not None and len(episode["reward"]) > OPEN_LOOP_CONTEXT:
-            path = os.path.join(self.log_dir, logdir.PREDICTIONS, f"open_loop_{step:09d}.png")
-            logger.info("open-loop prediction at step %d: %s", step, self.open_loop.write(session, episode, path))
 
     def save(self, session, step, updates):
         self.global_step.load(step, session)

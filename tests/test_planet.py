@@ -363,7 +363,7 @@ def test_with_plan2explore_the_run_collects_for_novelty_and_evaluates_for_the_re
     run = planet.LocalRun(str(tmp_path), config,
                           lambda render_mode=None: envs.create_env("Pendulum-v1", continuous_actions=True))
     assert run.planner.explore and not run.eval_planner.explore
-    assert any("/ensemble_1/" in v.name for v in run.model.variables()) and "ensemble_loss" in run.losses
+    assert any("/ensemble_1/" in v.name for v in run.model.variables()) and "ensemble_loss" in run.learning.losses
     with pytest.raises(constants.UsageError, match="plan2explore plans its exploration: it needs behaviour=planner"):
         planet.behaviour(run.model, constants.config_from_overrides(["plan2explore=true", "behaviour=sac"],
                                                                     "planet_cpu"))
