@@ -239,10 +239,10 @@ PLANET_PRESETS = {
 }
 PLANET = Algorithm(
     "planet", "PlaNet: a recurrent state-space world model learned from stored episodes, planning by the "
-    "cross-entropy method in its latent space; one process",
+    "cross-entropy method in its latent space; one process by default, a learner and actors on a cluster",
     roles=(LEARNER, ACTOR), replay=False, actions=("continuous",), default_workers=0,
     presets={"vector": "planet_cpu", "image": "planet_cpu_pixels"}, hyperparameters=PLANET_PRESETS,
-    task=None, local="planet:run_local", agent="planet:Agent", evaluates_inline=True, bonuses=False,
+    task="planet:run_task", local="planet:run_local", agent="planet:Agent", evaluates_inline=True, bonuses=False,
     own_hyperparameters=(
         Hyperparameter("state_size", 30, "the RSSM's stochastic state: a diagonal Gaussian of this many dimensions",
                        low=1),

@@ -24,13 +24,14 @@ import evaluation
 import logdir
 import runs
 import sequences
-from acting import EpisodeLogger
+import cluster as roles
+from acting import EpisodeLogger, NetworkCopy
 from cluster import LOCAL
 from constants import UsageError
 from replay import stored_dtype, to_stored
 from offpolicy import Acting, STATS_WINDOW, EVAL_MAX_STEPS, DEFAULT_EVAL_EVERY, episode_arrays, new_record, record_step
-from sessions import DeferredInterrupt, Heartbeat, Timings, check_checkpoint, local_session_config, pretrain_init
-from sessions import restored_session, seed_task
+from sessions import DeferredInterrupt, Heartbeat, StopFlag, Timings, check_checkpoint, local_session_config
+from sessions import managed_supervisor, pretrain_init, restored_session, seed_task, task_server, task_session_config
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -459,6 +460,7 @@ class Planner(Filter):
         return posterior, actions
 
 
+LATENT_ACTOR = "sac"  # the `behaviour` whose actor is SAC on the latent state (a value of the hyper-parameter, not --algo)
 LATENT_SCOPE = "latent_sac"  # the latent actor's variables: fresh beside a world model restored from another run
 
 
@@ -554,7 +556,7 @@ def behaviour(model, config):
     latent SAC or None): the planner's, or the latent actor's, every count sharing one SAC. With plan2explore the
     collecting planner maximises the ensemble's disagreement, and the others (evaluation, playback) the learned
     task reward: zero-shot."""
-    if config.behaviour == "sac":
+    if config.behaviour == LATENT_ACTOR:
         if config.plan2explore:
             raise UsageError("plan2explore plans its exploration: it needs behaviour=planner")
         sac = latent_sac(model, config)
@@ -745,10 +747,13 @@ class Collector:
     def random(self):
         return self.stored < self.config.random_episodes
 
-    @property
-    def beginning(self):
-        """Whether an environment's next step is its episode's first."""
-        return any(self.acting.beginning)
+    def starts_planned_episode(self):
+        """Whether an episode starts with the next step and the behaviour plays it: the store, counted again (a
+        cluster's actors fill it together), holds the random episodes."""
+        if not any(self.acting.beginning):
+            return False
+        self.stored = self.stored_episodes()
+        return not self.random
 
     def step(self, session):
         """Every environment one step of the model (action_repeat of the game's); (the game's steps played, the
@@ -776,6 +781,12 @@ class Collector:
         self.acting.close()
 
 
+def updates_owed(config, episodes):
+    """The updates a run owes once `episodes` are stored: collect_every for the last random episode and for each one
+    after it (PlaNet trains after each episode it collects)."""
+    return config.collect_every * max(0, episodes - config.random_episodes + 1)
+
+
 class ModelLearning:
     """The learning half: the world model's updates (and the latent SAC's) on batches of sequences of the stored
     episodes, collect_every of them for each episode stored after the random ones but the last (`owed`), whoever
@@ -787,12 +798,11 @@ class ModelLearning:
         self.loader = sequences.EpisodeLoader(episodes_dir, rng, min_rows=config.sequence_length)
 
     def owed(self, episodes):
-        """The updates a run owes once `episodes` are stored: collect_every for the last random episode and for each
-        one after it (PlaNet trains after each episode it collects)."""
-        return self.config.collect_every * max(0, episodes - self.config.random_episodes + 1)
+        return updates_owed(self.config, episodes)
 
-    def learn(self, session, writer, step, updates, count):
-        """`count` updates on batches of the stored episodes; (the last one's losses, the updates made in all)."""
+    def learn(self, session, writer, step, updates, count, beat=None):
+        """`count` updates on batches of the stored episodes, `beat()` after each; (the last one's losses, the
+        updates made in all)."""
         config, values = self.config, {}
         for _ in range(count):
             try:
@@ -813,6 +823,8 @@ class ModelLearning:
                 for name, value in values.items():
                     summary.value.add(tag=name if "/" in name else f"model/{name}", simple_value=float(value))
                 writer.add_summary(summary, step)
+            if beat:
+                beat()
         return values, updates
 
 
@@ -928,7 +940,8 @@ class LocalRun:
                 owed = self.learning.owed(collector.stored) - updates
                 if finished and owed > 0:  # an episode, then the updates it owes
                     with progress.timings.phase("train"):
-                        losses, updates = self.learning.learn(session, writer, step, updates, owed)
+                        losses, updates = self.learning.learn(
+                            session, writer, step, updates, owed, lambda: heartbeat.beat(progress, episodes.episodes))
                 progress.last_global_step, progress.updates = step, updates
                 heartbeat.beat(progress, episodes.episodes)
                 if step >= next_eval or step >= config.max_global_steps:
@@ -957,6 +970,246 @@ class LocalRun:
         self.global_step.load(step, session)
         self.updates.load(updates, session)
         return self.saver.save(session, os.path.join(self.train_dir, "model.ckpt"), global_step=step)
+
+
+# ---------------------------------------------------------------- on a cluster: actors collect, a learner trains
+
+FINISHED_QUEUE = "planet_finished_actors"  # the shared_name of the queue of tokens of the actors that are done
+MAX_ACTORS = 1024  # the tokens it holds
+STEP_EVERY = 50  # the game's steps an actor plays between adding them to the global step
+WAIT_SECS = 0.5  # an actor's pause while its learner owes more updates than it may, and the idle learner's
+FINISH_GRACE_SECS = 60.0  # after max_global_steps the learner waits this long at most for every actor to finish
+
+
+class ClusterGraph:
+    """What the learner and every actor build alike (between-graph replication), on the learner's device: the run's
+    graph (`build`), its counters, the op that adds an actor's steps to the global step, and the queue of the tokens
+    of the actors that have seen the run's end. Each update of the world model counts itself in `updates`, which
+    the actors read to wait for a learner that lags."""
+
+    def __init__(self, observation_shape, action_size, config, learner_device):
+        with tf1.device(learner_device):
+            self.model, self.batch, self.losses, train, self.make_actor, self.sac = build(
+                observation_shape, action_size, config, config.envs_per_worker)
+            self.global_step, self.updates = counters()
+            self.train = tf.group(train, self.updates.assign_add(1))
+            self.steps = tf1.placeholder(tf.int64, [], "steps")
+            self.add_steps = self.global_step.assign_add(self.steps)
+            finished = tf1.FIFOQueue(MAX_ACTORS, [tf.int32], shapes=[[]], shared_name=FINISHED_QUEUE,
+                                     name="finished_actors")
+            self.finish, self.finished_actors = finished.enqueue(0), finished.size()
+            self.open_loop = OpenLoop(self.model)
+        self.variables = tf1.global_variables()
+
+    def initialise(self, pretrain):
+        """The learner's init_fn for fresh variables: the filtered restore of `pretrain` (sessions.pretrain_init's
+        source, include, exclude) if given, and the latent SAC's targets."""
+        def initialise(session):
+            if pretrain:
+                pretrain_init(tf1, pretrain[0], tf1.trainable_variables(), pretrain[1], pretrain[2])(session)
+            if self.sac:
+                self.sac.initialise(session)
+        return initialise
+
+
+def lagging(config, episodes, updates, actors):
+    """Whether the learner, having made `updates`, owes more than an episode's updates for each actor once
+    `episodes` are stored: an actor then waits before it starts another episode (as an Ape-X actor waits on a full
+    queue), so that the run keeps collect_every updates per episode whatever its number of actors."""
+    return updates_owed(config, episodes) - updates > config.collect_every * actors
+
+
+class ClusterActor:
+    """One actor task: a Collector on its own copy of the world model (acting.NetworkCopy), whose weights it fetches
+    from the learner at each episode's start, after waiting while the learner lags (`lagging`)."""
+
+    def __init__(self, graph, envs, config, task, actors, episodes_dir, episode_logger):
+        self.graph, self.config, self.actors = graph, config, actors
+        self.progress = types.SimpleNamespace(steps_trained=0, last_global_step=0, updates=0, skipped_updates=0,
+                                              timings=Timings())
+        count, seed = len(envs), config.seed + 1000 * (task + 1)
+
+        def acting_copy():  # the collecting behaviour, on a model of the learner's variables' names
+            model = world_model(graph.model.observation_shape, graph.model.action_size, config)
+            return behaviour(model, config)[0](count, collecting=True)
+
+        with tf.Graph().as_default():  # the variables the copy holds, in its order: those it fetches
+            acting_copy()
+            names = [variable.op.name for variable in tf1.trainable_variables()]
+        by_name = {variable.op.name: variable for variable in graph.variables}
+        self.source = [by_name[name] for name in names]
+        self.copy = NetworkCopy(acting_copy, self.source, seed)
+        self.collector = Collector(envs, config, self.copy.network, episodes_dir, seed,
+                                   np.random.default_rng([config.seed, task]), episode_logger, self.progress.timings)
+
+    def run(self, session, stop_flag, heartbeat, episode_logger):
+        """Collect until the global step reaches max_global_steps or a stop is asked."""
+        progress, unsent = self.progress, 0
+        progress.last_global_step = int(session.run(self.graph.global_step))
+        while not stop_flag.stop and progress.last_global_step < self.config.max_global_steps:
+            if self.collector.starts_planned_episode():
+                if not self.wait_for_learner(session, stop_flag, heartbeat, episode_logger):
+                    break
+                with progress.timings.phase("sync"):
+                    self.copy.load(session.run(self.source))
+            played, finished = self.collector.step(self.copy.session)
+            unsent += played
+            if unsent >= STEP_EVERY or finished:
+                progress.last_global_step = int(session.run(self.graph.add_steps, {self.graph.steps: unsent}))
+                progress.steps_trained += unsent
+                unsent = 0
+            heartbeat.beat(progress, episode_logger.episodes)
+
+    def wait_for_learner(self, session, stop_flag, heartbeat, episode_logger):
+        """Wait while the learner lags; False if the run ended or a stop was asked meanwhile."""
+        with self.progress.timings.phase("queue_put"):  # the actor's wait on its learner, as Ape-X's full queue
+            while not stop_flag.stop:
+                updates, step = (int(value) for value in session.run([self.graph.updates, self.graph.global_step]))
+                self.progress.updates, self.progress.last_global_step = updates, step
+                if step >= self.config.max_global_steps:
+                    return False
+                if not lagging(self.config, self.collector.stored_episodes(), updates, self.actors):
+                    return True
+                heartbeat.beat(self.progress, episode_logger.episodes, state="waiting")
+                time.sleep(WAIT_SECS)
+        return False
+
+    def close(self):
+        self.collector.close()
+        self.copy.close()
+
+
+class ClusterLearner:
+    """The learner task: the updates the stored episodes owe (ModelLearning), whoever collected them; an open-loop
+    prediction every `open_loop_every` steps (and at the run's end); the run's end."""
+
+    def __init__(self, graph, config, log_dir, writer, open_loop_every):
+        self.graph, self.config, self.log_dir, self.writer = graph, config, log_dir, writer
+        self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
+        self.learning = ModelLearning(graph.model, graph.batch, graph.losses, graph.train, graph.sac, config,
+                                      self.episodes_dir, np.random.default_rng(config.seed))
+        self.open_loop_every = open_loop_every
+        self.progress = types.SimpleNamespace(steps_trained=0, last_global_step=0, updates=0, skipped_updates=0,
+                                              timings=Timings())
+
+    def run(self, session, stop_flag, heartbeat):
+        progress = self.progress
+        step, updates = (int(value) for value in session.run([self.graph.global_step, self.graph.updates]))
+        next_open_loop = (step // self.open_loop_every + 1) * self.open_loop_every
+        heartbeat.beat(progress, 0, force=True)
+        while not stop_flag.stop and step < self.config.max_global_steps:
+            if not self.train_due(session, step, updates, lambda: heartbeat.beat(self.progress, 0)):
+                time.sleep(WAIT_SECS)
+            step, updates = (int(value) for value in session.run([self.graph.global_step, self.graph.updates]))
+            progress.steps_trained += step - progress.last_global_step
+            progress.last_global_step, progress.updates = step, updates
+            if step >= next_open_loop:
+                write_open_loop(session, self.graph.open_loop, self.log_dir, self.episodes_dir, step)
+                next_open_loop += self.open_loop_every
+            heartbeat.beat(progress, 0)
+
+    def train_due(self, session, step, updates, beat):
+        """The updates the stored episodes owe, an episode's at most, `beat()` after each; how many were made."""
+        owed = self.learning.owed(len(logdir.episode_files(self.episodes_dir))) - updates
+        count = min(owed, self.config.collect_every)
+        if count <= 0:
+            return 0
+        with self.progress.timings.phase("train"):
+            self.learning.learn(session, self.writer, step, updates, count, beat)
+        return count
+
+    def finish(self, session, actors, stop_flag, heartbeat):
+        """Wait until each of the `actors` has seen the run's end (FINISH_GRACE_SECS at most), so that the last
+        episodes are stored, then make the updates they owe."""
+        deadline = time.time() + FINISH_GRACE_SECS
+        while time.time() < deadline and session.run(self.graph.finished_actors) < actors and not stop_flag.stop:
+            heartbeat.beat(self.progress, 0, state="finishing")
+            time.sleep(WAIT_SECS)
+        step = self.progress.last_global_step = int(session.run(self.graph.global_step))
+        while not stop_flag.stop and self.train_due(session, step, int(session.run(self.graph.updates)),
+                                                    lambda: heartbeat.beat(self.progress, 0, state="finishing")):
+            pass
+
+
+def run_task(args):
+    """A PlaNet learner or actor (worker.py --job-name learner|actor): the algorithms' table's entry point for
+    `--algo planet --num-workers N`. The actors store their episodes in the run's train_episodes/, which the
+    learner reads (a directory every machine of the cluster shares); the learner, the chief, initialises or restores
+    the variables and checkpoints them."""
+    logdir.import_tf()
+    job, task = args.job_name, args.task
+    is_learner = roles.is_chief(job, task)
+    spec = runs.cluster_spec(args)
+    actors = len(spec[roles.ACTOR.job])
+    stop_flag = StopFlag()
+    first = runs.make_env(args)
+    try:
+        check_spaces(first.observation_space, first.action_space)
+        config = runs.effective_config(args, first)
+        check_sequences(config, first.spec.max_episode_steps if first.spec else None)
+    except UsageError:
+        first.close()
+        raise
+    shape, action_size = first.observation_space.shape, first.action_space.shape[0]
+    envs = [] if is_learner else [ActionRepeat(env, config.action_repeat) for env in
+                                  [first] + [runs.make_env(args) for _ in range(config.envs_per_worker - 1)]]
+    if is_learner:
+        first.close()  # the learner plays no game: the first environment told it the shapes
+    seed_task(tf1, config.seed + task)
+    learner_device = f"/job:{roles.LEARNER.job}/task:0/cpu:0"
+    graph = ClusterGraph(shape, action_size, config, learner_device)
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
+    if is_learner:
+        latest = check_checkpoint(tf1, train_dir, graph.variables)
+        logger.info("resuming from %s" % latest if latest else f"no checkpoint in {train_dir}: starting fresh")
+    server = task_server(tf1, spec, job, task)
+    writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
+    supervisor, saver = managed_supervisor(tf1, is_learner, train_dir, graph.variables, graph.global_step, writer,
+                                           config.checkpoint_secs, init_fn=graph.initialise(pretrain),
+                                           save_summaries=False)
+    own = [] if is_learner else [f"/job:{job}/task:{task}"]
+    heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
+    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
+                f"actor {task} of {actors}, waiting for the learner to initialise")
+    trainer, episodes = None, 0
+    try:
+        with supervisor.managed_session(server.target, config=task_session_config(
+                tf1, [f"/job:{roles.LEARNER.job}", *own])) as session:
+            stop_flag.training = True
+            if is_learner:
+                trainer = ClusterLearner(graph, config, args.log_dir, writer, DEFAULT_EVAL_EVERY)
+                trainer.run(session, stop_flag, heartbeat)
+                if not stop_flag.stop:
+                    trainer.finish(session, actors, stop_flag, heartbeat)
+                    write_open_loop(session, graph.open_loop, args.log_dir, trainer.episodes_dir,
+                                    int(session.run(graph.global_step)))
+                heartbeat.beat(trainer.progress, 0, state="stopping", force=True)
+                logger.info("saved the final checkpoint %s", saver.save(session, supervisor.save_path,
+                                                                        global_step=graph.global_step))
+            else:
+                episode_logger = EpisodeLogger(args.log_dir, task, writer,
+                                               lambda: trainer.progress.last_global_step)
+                episode_logger.resume_from(int(session.run(graph.global_step)))
+                trainer = ClusterActor(graph, envs, config, task, actors,
+                                       os.path.join(args.log_dir, logdir.TRAIN_EPISODES), episode_logger)
+                try:
+                    trainer.run(session, stop_flag, heartbeat, episode_logger)
+                    if not stop_flag.stop:
+                        session.run(graph.finish)  # the learner may go
+                finally:
+                    episode_logger.close()
+                    trainer.close()
+                episodes = episode_logger.episodes
+            heartbeat.beat(trainer.progress, episodes, state="stopped", force=True)
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
+        raise roles.ClusterError(f"lost the learner at {args.learner_hosts} "
+                                 f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
+    finally:
+        writer.close()
+        for env in envs:
+            env.close()
+    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.progress.last_global_step)
 
 
 def run_local(args):
