@@ -28,22 +28,22 @@ sys.path.insert(0, ROOT)
 import logdir  # noqa: E402
 import plots  # noqa: E402
 
-REPLAYS = {"prioritized": [], "uniform": ["--set", "prioritized=false"]}
+REPLAYS = {"prioritized": ["--algo", "dqn"], "uniform": ["--algo", "dqn", "--set", "prioritized=false"]}
 QUARTERS = (0.25, 0.5, 0.75, 1.0)
 PROGRESS_SECS = 60.0
 
 
-def run_dir(out, replay, seed):
-    return os.path.join(out, f"{replay}-seed{seed}")
+def run_dir(out, method, seed):
+    return os.path.join(out, f"{method}-seed{seed}")
 
 
-def launch(args, replay, seed):
-    log_dir = run_dir(args.out, replay, seed)
-    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--algo", "dqn", "--num-workers", "0", "--mode", "child",
+def launch(args, method, seed, flags):
+    """A one-process run of `method` (its train.py `flags`) at `seed`, its output appended to its .log."""
+    log_dir = run_dir(args.out, method, seed)
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--num-workers", "0", "--mode", "child",
             "--env-id", args.env_id, "--log-dir", log_dir, "--no-tensorboard", "--eval-every", str(args.eval_every),
             "--eval-episodes", str(args.eval_episodes), "--set", f"max_global_steps={args.steps}", "--set",
-            f"seed={seed}", "--threads", str(max(1, (os.cpu_count() or 1) // args.parallel)), *REPLAYS[replay],
-            *args.extra]
+            f"seed={seed}", "--threads", str(max(1, (os.cpu_count() or 1) // args.parallel)), *flags, *args.extra]
     with open(log_dir + ".log", "a") as output:
         return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT)
 
@@ -73,22 +73,23 @@ def done(log_dir, steps):
     return bool(evaluations) and evaluations[-1][0] >= steps
 
 
-def train_all(args):
-    """Run every (replay, seed) not done yet, --parallel at a time; False if interrupted."""
-    waiting = [(replay, seed) for seed in args.seeds for replay in REPLAYS
-               if not done(run_dir(args.out, replay, seed), args.steps)]
+def train_all(args, methods=REPLAYS):
+    """Run every (method, seed) of `methods` ({name: train.py flags}) not done yet, --parallel at a time; False if
+    interrupted."""
+    waiting = [(method, seed) for seed in args.seeds for method in methods
+               if not done(run_dir(args.out, method, seed), args.steps)]
     running, shown = [], 0.0
     try:
         while waiting or running:
             while waiting and len(running) < args.parallel:
-                replay, seed = waiting.pop(0)
-                running.append((replay, seed, launch(args, replay, seed)))
+                method, seed = waiting.pop(0)
+                running.append((method, seed, launch(args, method, seed, methods[method])))
             time.sleep(2)
             if time.time() - shown >= PROGRESS_SECS:
                 shown = time.time()
-                for replay, seed, _ in running:
-                    summary = summarise(run_dir(args.out, replay, seed), args.steps, args.window)
-                    print(f"{time.strftime('%H:%M:%S')} {replay} seed {seed}: step {summary['global_step']:,}/"
+                for method, seed, _ in running:
+                    summary = summarise(run_dir(args.out, method, seed), args.steps, args.window)
+                    print(f"{time.strftime('%H:%M:%S')} {method} seed {seed}: step {summary['global_step']:,}/"
                           f"{args.steps:,}, {summary['episodes']} episodes", flush=True)
             for item in [item for item in running if item[2].poll() is not None]:
                 running.remove(item)

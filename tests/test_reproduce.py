@@ -921,6 +921,29 @@ def test_replay_comparison_reports_the_return_by_each_quarter_of_the_steps_by_ha
     assert "-11.50" in capsys.readouterr().out
 
 
+def test_planet_learning_reports_each_evaluation_over_seeds_the_first_solved_step_and_welchs_test(tmp_path):
+    import planet_learning
+    from scipy import stats
+
+    out = tmp_path / "pendulum"
+    evaluations = {("planet", 0): [-1000.0, -400.0, -150.0], ("planet", 1): [-900.0, -190.0, -170.0],
+                   ("sac", 0): [-1200.0, -1100.0, -600.0], ("sac", 1): [-1300.0, -1000.0, -800.0]}
+    for (method, seed), means in evaluations.items():
+        write_episodes(out / f"{method}-seed{seed}", [-1000.0] * 3, workers=1)
+        (out / f"{method}-seed{seed}" / "rewards.txt").write_text(
+            "".join(f"{index + 1:3d} {1000 * (index + 1):8d} {mean:.1f}\n" for index, mean in enumerate(means)))
+    assert planet_learning.main(["--out", str(out), "--steps", "3000", "--seeds", "0", "1", "--methods", "planet",
+                                 "sac", "--report-only"]) == 0
+    report = json.load(open(out / "planet_learning.json"))
+    planet, sac = report["summary"]["planet"], report["summary"]["sac"]
+    assert planet["solved_at"] == [3000, 2000] and planet["solved"] == 2 and sac["solved_at"] == [None, None]
+    assert planet["at_steps"]["2000"] == [-295.0, -400.0, -190.0, 2]
+    expected = stats.ttest_ind([-150.0, -170.0], [-600.0, -800.0], equal_var=False)
+    test = report["tests"]["planet vs sac"]
+    assert test["step"] == 3000 and abs(test["p"] - expected.pvalue) < 1e-12 and test["t"] > 0
+    assert "eval_vs_steps.png" in os.listdir(out / "plots")
+
+
 def write_checkpoint(log_dir, *steps):
     """TensorFlow's files of checkpoints at `steps` (the last the latest), made up, under <log-dir>/train."""
     train_dir = os.path.join(log_dir, "train")
