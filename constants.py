@@ -294,7 +294,7 @@ def config_from_overrides(overrides, preset="paper"):
     return apply_overrides(Config(), preset_items + list(overrides or []))
 
 
-CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement")  # --unsup: A3C alone, ICM,
+CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement", "e3b", "ride", "ngu", "counts")  # --unsup: A3C alone, ICM,
 # the pixel baselines, RND, an ensemble's disagreement
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 HEADS = ("universe", "nips", "nature", "doom", "mlp")
@@ -336,7 +336,9 @@ RUN_FLAGS = (
     RunFlag("design_head", ("--design-head", "--designHead"), "network trunk (default: mlp for vector "
             "observations, universe for images)", choices=HEADS, recorded=True, identity=True),
     RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
-            "baselines), rnd (random network distillation), disagreement (an ensemble of forward models)", default="none", choices=CURIOSITY_CHOICES, recorded=True,
+            "baselines), rnd (random network distillation), disagreement (an ensemble of forward models), e3b "
+            "(elliptical episodic bonus), ride (impact over the episode's count), ngu (episodic nearest neighbours), "
+            "counts (SimHash pseudo-counts)", default="none", choices=CURIOSITY_CHOICES, recorded=True,
             identity=True),
     RunFlag("no_reward", ("--no-reward", "--noReward"), "extrinsic reward forced to 0", kind="switch",
             recorded=True),

@@ -1,12 +1,14 @@
-"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines, RND and disagreement.
+"""Curiosity bonuses behind one small protocol: the ICM, the pixel-prediction baselines, RND, disagreement, and the
+bonuses read from a memory of the states' embeddings (E3B, RIDE, NGU's episodic novelty, SimHash counts).
 
 A bonus is built twice by the trainer, like the policy: in `global/` (on the parameter server) and in `local/`
 (the worker's copy, which acts and computes the gradients). What a learner relies on, and nothing else:
 
 - `feed_sequences(sequences, actions)`: the feed for the transitions along rollouts (each rollout's frames
   s_0 .. s_T, the actions concatenated); `feed(observations, next_observations, actions)` for loose ones.
-- `bonus_per_step`: [N] the raw bonus of each fed transition; `scaler(config, count)` makes the runner's numpy
-  side that turns it into the reward of each step (and may keep running state per environment);
+- `bonus_per_step`: [N] the raw bonus of each fed transition, or, for a bonus that `reads_memory`, [N, ...] what
+  its memory reads of each step (an embedding); `scaler(config, count)` makes the runner's numpy side that turns
+  it into the reward of each step (and may keep running state, or a memory, per environment);
   `one_stream_weight(config)` is what a learner adding those rewards to its one reward stream weighs them by.
 - `training_loss(config)`: what the bonus's own optimiser minimises; `var_list`: its trainable variables.
 - `state_variables`: non-trainable variables that are synced global -> local with the trainable ones and
@@ -132,6 +134,7 @@ class Curiosity:
 
     episodic = True
     requires_two_streams = False
+    reads_memory = False  # its scaler turns each step's row of bonus_per_step into the bonus with a memory
     state_variables = ()
 
     def _inputs(self, observation_shape, num_actions):
@@ -491,8 +494,216 @@ class RandomNetworkDistillation(Curiosity):
                 following = []
 
 
+# ---------------------------------------------------------------- episodic and count bonuses: numpy memories
+
+E3B_RIDGE = 0.1  # E3B's lambda: each episode's covariance starts as lambda I (Henaff et al. 2022's default)
+SIMHASH_BITS = 32  # SimHash's k: the bits of a state's code (Tang et al. 2017 used 64 to 256 on Atari)
+
+
+class EllipticalMemory:
+    """E3B's episodic memory (Henaff et al. 2022): the inverse of C_t = lambda I + sum_{i<t} phi_i phi_i^T over the
+    episode's embeddings so far; the bonus of phi is phi^T C_t^-1 phi, after which phi joins C, its inverse updated
+    by Sherman-Morrison: C^-1 - (C^-1 phi)(C^-1 phi)^T / (1 + phi^T C^-1 phi)."""
+
+    def __init__(self, size, ridge=E3B_RIDGE):
+        self.inverse = np.eye(size) / ridge
+
+    def visit(self, embedding):
+        """The bonus of `embedding` [F], which then joins the memory."""
+        phi = np.asarray(embedding, np.float64)
+        projected = self.inverse @ phi
+        bonus = float(phi @ projected)
+        self.inverse -= np.outer(projected, projected) / (1.0 + bonus)
+        return bonus
+
+
+class SimHash:
+    """Tang et al. (2017)'s locality-sensitive code of a state: the signs of a fixed Gaussian projection of its
+    features, sgn(A g(s)) with A [k, D] ~ N(0, 1), as a hashable key."""
+
+    def __init__(self, size, bits=SIMHASH_BITS, seed=0):
+        self.projection = np.random.default_rng(seed).normal(size=(bits, size))
+
+    def __call__(self, features):
+        return np.packbits(self.projection @ np.asarray(features, np.float64).ravel() > 0).tobytes()
+
+
+class CountMemory:
+    """Pseudo-counts of SimHash codes (Tang et al. 2017): the bonus of a state is 1 / sqrt(n(code)) once it is
+    counted. Lifelong in each process (not reset with the episode), as theirs."""
+
+    def __init__(self, hasher):
+        self.hasher, self.counts = hasher, {}
+
+    def visit(self, features):
+        code = self.hasher(features)
+        self.counts[code] = self.counts.get(code, 0) + 1
+        return 1.0 / np.sqrt(self.counts[code])
+
+
+NGU_NEIGHBOURS = 10  # k (Badia et al. 2020, Table 5)
+NGU_KERNEL_EPSILON = 1e-3  # the kernel's epsilon
+NGU_CLUSTER_DISTANCE = 8e-3  # xi: normalised distances below it count as the same state
+NGU_PSEUDO_COUNT = 1e-3  # c, added to the similarity's square root
+NGU_MAX_SIMILARITY = 8.0  # s_max: a state more similar than this to the memory earns nothing
+
+
+class NearestNeighbourMemory:
+    """NGU's episodic memory (Badia et al. 2020, Algorithm 1): the episode's embeddings; the bonus of f is
+    1 / (sqrt(sum_{k neighbours} K(f, f_k)) + c), 0 when that similarity exceeds s_max, with the kernel
+    K = epsilon / (d^2 / d_m^2 - xi)_+ + epsilon), d_m^2 the running mean of the squared distances to the k-th
+    nearest neighbours; then f joins the memory. `mean` is [sum, count] of those distances, kept across episodes
+    (the memory is new each episode)."""
+
+    def __init__(self, neighbours=NGU_NEIGHBOURS, mean=None):
+        self.neighbours, self.embeddings = neighbours, []
+        self.mean = [0.0, 0] if mean is None else mean
+
+    def visit(self, embedding):
+        f = np.asarray(embedding, np.float64)
+        # the episode's first state has no neighbour: it earns what one visit of a state earns, K(f, f) = 1
+        bonus = 1.0 / (1.0 + NGU_PSEUDO_COUNT) if not self.embeddings else self._bonus(f)
+        self.embeddings.append(f)
+        return bonus
+
+    def _bonus(self, f):
+        squared = np.sort(np.sum(np.square(np.asarray(self.embeddings) - f), axis=1))[:self.neighbours]
+        self.mean[0] += float(np.sum(squared))
+        self.mean[1] += len(squared)
+        normalised = squared / max(self.mean[0] / self.mean[1], 1e-12)
+        kernel = NGU_KERNEL_EPSILON / (np.maximum(normalised - NGU_CLUSTER_DISTANCE, 0.0) + NGU_KERNEL_EPSILON)
+        similarity = np.sqrt(np.sum(kernel)) + NGU_PSEUDO_COUNT
+        return 0.0 if similarity > NGU_MAX_SIMILARITY else 1.0 / similarity
+
+
+class ImpactMemory(CountMemory):
+    """RIDE's episodic count: a step's row [impact, embedding...] earns impact / sqrt(n), n the episode's visits of
+    the embedding's SimHash code so far, this one included."""
+
+    def visit(self, row):
+        return float(row[0]) * super().visit(row[1:])
+
+class MemoryScaler(Scaler):
+    """The acting side of a bonus whose reward needs a memory beyond the graph, made by `new_memory()`: one per
+    environment, new at each of its episodes, when `episodic`; else one for all the environments, kept for the
+    process's life. The memory turns what the graph gives of each step (`bonus_per_step`'s row) into its bonus,
+    times `beta`."""
+
+    def __init__(self, new_memory, beta, count, episodic):
+        self.new_memory, self.beta, self.episodic = new_memory, beta, episodic
+        shared = None if episodic else new_memory()
+        self.memories = [new_memory() if episodic else shared for _ in range(count)]
+
+    def episode_begins(self, index):
+        if self.episodic:
+            self.memories[index] = self.new_memory()
+
+    def assign(self, raw, extra, finished):
+        raw = np.asarray(raw)
+        for rollout, index in finished:
+            steps, raw = raw[:len(rollout)], raw[len(rollout):]
+            rollout.bonuses = [self.beta * self.memories[index].visit(row) for row in steps]
+
+    def step(self, raw, extra):
+        """One step of every environment: ([K] rewards, None)."""
+        return self.beta * np.array([memory.visit(row) for memory, row in zip(self.memories, np.asarray(raw))]), None
+
+
+class EmbeddingMemoryBonus(StateActionPredictor):
+    """A bonus read from a memory of embeddings of the states: the ICM's encoder phi trained by its inverse model
+    (and, with `forward`, its forward model too), whose embedding of s_t+1 the graph gives for each step
+    (`bonus_per_step`, [N, F]); the scaler's memory (`memory`) makes the bonus of it. No value head of its own is
+    needed; an episodic one is reset with each episode. A replay learner stores it as the actor computed it, over
+    the episode so far (relabel_bonus does not apply: a loose transition has no episode)."""
+
+    reads_memory = True
+    forward = False  # whether the ICM's forward model trains phi too (RIDE), beside the inverse model
+    memory_of_episode = True  # the memory is reset with each episode (not: lifelong in each process)
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
+        variables_before = trainable_variables()
+        phi1, phi2 = self._encoder_and_inverse(observation_shape, num_actions, design_head)
+        self.phi1, self.phi2 = phi1, phi2
+        self.forward_loss = tf.constant(0.0)
+        if self.forward:
+            hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
+                                       normalized_columns_initializer(PREDICTOR_INIT_STD)))
+            predicted = linear(hidden, self.feature_size, "flast", normalized_columns_initializer(PREDICTOR_INIT_STD))
+            self.forward_loss = tf.reduce_mean(forward_loss_per_step(predicted, phi2))
+        self.bonus_per_step = tf.stop_gradient(self.step_rows())  # [N, ...]: what the memory reads of each step
+        self.var_list = variables_since(variables_before)
+
+    def step_rows(self):
+        return self.phi2
+
+    def memory(self):
+        raise NotImplementedError
+
+    def training_loss(self, config):
+        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward) with a forward model,
+        prediction_lr_scale x inverse without."""
+        if not self.forward:
+            return config.prediction_lr_scale * self.inverse_loss
+        return super().training_loss(config)
+
+    def summaries(self):
+        return {"model/inv_loss": self.inverse_loss, **({"model/forward_loss": self.forward_loss}
+                                                         if self.forward else {})}
+
+    def scaler(self, config, count):
+        return MemoryScaler(self.memory, config.prediction_beta, count, self.memory_of_episode)
+
+    def playback_bonus(self, session, observation, next_observation, action, config):
+        """Playback keeps no memory: the bonus of s_t+1 as the first state of an episode."""
+        rows = session.run(self.bonus_per_step, self.feed([observation], [next_observation], [action]))
+        return config.prediction_beta * float(self.memory().visit(rows[0]))
+
+
+class EllipticalBonus(EmbeddingMemoryBonus):
+    """E3B (Henaff et al. 2022): phi^T C^-1 phi of the embedding of s_t+1 under the episode's inverse covariance
+    (EllipticalMemory)."""
+
+    def memory(self):
+        return EllipticalMemory(self.feature_size)
+
+
+class ImpactBonus(EmbeddingMemoryBonus):
+    """RIDE (Raileanu and Rocktaschel 2020): the impact ||phi(s_t+1) - phi(s_t)||_2 of each step, phi trained by
+    the ICM's inverse and forward losses, divided by sqrt(N_episode(s_t+1)), the count of s_t+1 in the episode so
+    far (its SimHash code: the embeddings are not the discrete states RIDE's grids have)."""
+
+    forward = True
+
+    def step_rows(self):
+        impact = tf.norm(self.phi2 - self.phi1, axis=1, keepdims=True)  # [N, 1]
+        return tf.concat([impact, self.phi2], 1)  # [N, 1 + F]
+
+    def memory(self):
+        return ImpactMemory(SimHash(self.feature_size))
+
+
+class NearestNeighbourBonus(EmbeddingMemoryBonus):
+    """NGU's episodic novelty (Badia et al. 2020): the k nearest neighbours of the embedding of s_t+1 among the
+    episode's (NearestNeighbourMemory), without RND's lifelong modulation."""
+
+    def memory(self):
+        return NearestNeighbourMemory()
+
+
+class CountBonus(EmbeddingMemoryBonus):
+    """Pseudo-counts of the states' SimHash codes (Tang et al. 2017): 1 / sqrt(n(code of s_t+1)), counted over
+    each process's life; the code is taken of the learned embedding (their learned-hash variant) rather than of
+    the pixels."""
+
+    memory_of_episode = False
+
+    def memory(self):
+        return CountMemory(SimHash(self.feature_size))
+
+
 BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor,
-           "rnd": RandomNetworkDistillation, "disagreement": Disagreement}
+           "rnd": RandomNetworkDistillation, "disagreement": Disagreement, "e3b": EllipticalBonus, "ride": ImpactBonus,
+           "ngu": NearestNeighbourBonus, "counts": CountBonus}
 
 
 def two_streams(unsup, config):

@@ -201,6 +201,11 @@ class Curious:
         with tf1.variable_scope("curiosity"):
             self.module = curiosity.build(unsup, observation_shape, num_actions, head)
         self.config, self.dtype = config, dtype
+        # a bonus read from a memory of the episode is the actor's, over the episode so far: a replayed transition
+        # has no episode to relabel it from
+        self.relabel = config.relabel_bonus and not self.module.reads_memory
+        if config.relabel_bonus and not self.relabel:
+            logger.info("--unsup %s: relabel_bonus does not apply; the bonus is stored as the actor computed it", unsup)
         self.weight = self.module.one_stream_weight(config)  # the bonus's own scaling, beyond its scaler's
         self.bonus_mean_square = None  # relabel: the replayed raw bonuses' squares, averaged over recent batches
         optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.adam_epsilon)
@@ -228,7 +233,7 @@ class Curious:
     def train(self, session, batch):
         """One step of the predictor on a replayed batch; (the batch, with relabel its returns plus each step's bonus
         by the predictor before this step; the summaries' values)."""
-        relabel = self.config.relabel_bonus
+        relabel = self.relabel
         bonus_fetches = [self.module.bonus_per_step] if relabel else []
         # the bonus is the forward pass the train op's gradients are computed from: the values before the update
         _, values, *bonus = session.run([self.train_op, self.summaries, *bonus_fetches],
@@ -302,7 +307,7 @@ class ActingBonus(StepBonus):
             self.pending.append((following, data))
             if len(self.pending) >= self.STATISTICS_EVERY:
                 self.flush()
-        return self.curious.as_replayed(raw) if self.curious.config.relabel_bonus else self.curious.weight * rewards
+        return self.curious.as_replayed(raw) if self.curious.relabel else self.curious.weight * rewards
 
     def episode_begins(self, index):
         self.scaler.episode_begins(index)
@@ -313,7 +318,7 @@ class ActingBonus(StepBonus):
     @property
     def stored(self):
         """Whether the bonus goes into the stored reward (else the learner adds it to each replayed batch)."""
-        return not self.curious.config.relabel_bonus
+        return not self.curious.relabel
 
     def flush(self):
         if self.merge is None or not self.pending:

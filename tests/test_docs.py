@@ -109,7 +109,8 @@ def test_the_license_is_mit_and_the_citation_names_this_project_and_the_papers_i
     assert citation["message"] and citation["title"].startswith("curiosity-agent") and citation["authors"]
     cited = {(reference["authors"][0]["family-names"], reference["year"]) for reference in citation["references"]}
     implemented = {("Pathak", 2017), ("Burda", 2019), ("Mnih", 2016), ("van Hasselt", 2016), ("Schaul", 2016),
-                   ("Horgan", 2018), ("Haarnoja", 2018)}  # the ICM, RND, A3C, Double DQN, PER, Ape-X, SAC
+                   ("Horgan", 2018), ("Haarnoja", 2018), ("Henaff", 2022), ("Raileanu", 2020), ("Badia", 2020),
+                   ("Tang", 2017)}  # the ICM, RND, A3C, Double DQN, PER, Ape-X, SAC, E3B, RIDE, NGU, counts
     assert implemented <= cited, f"not cited: {implemented - cited}"
 
 

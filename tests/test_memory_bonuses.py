@@ -1,0 +1,132 @@
+"""The bonuses read from a memory of embeddings (curiosity.EmbeddingMemoryBonus): E3B's elliptical bonus, RIDE's
+impact over the episode's count, NGU's episodic nearest neighbours and SimHash's pseudo-counts, each against a
+computation by hand; their scaler's memories per episode or per process; each with every learner in a short run."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import curiosity
+
+tf1 = tf.compat.v1
+
+
+def test_e3b_sherman_morrison_keeps_the_inverse_of_the_episodes_covariance():
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(6, 4))
+    memory = curiosity.EllipticalMemory(4, ridge=0.1)
+    covariance = 0.1 * np.eye(4)
+    for phi in embeddings:
+        expected = phi @ np.linalg.inv(covariance) @ phi  # the bonus before phi joins
+        assert memory.visit(phi) == pytest.approx(expected, rel=1e-9)
+        covariance += np.outer(phi, phi)
+        np.testing.assert_allclose(memory.inverse, np.linalg.inv(covariance), rtol=1e-7, atol=1e-9)
+    # a state seen again earns less than it did: b / (1 + b) after one visit of bonus b
+    fresh = curiosity.EllipticalMemory(4, ridge=0.1)
+    first = fresh.visit(embeddings[0])
+    assert fresh.visit(embeddings[0]) == pytest.approx(first / (1 + first))
+
+
+def test_simhash_counts_a_state_and_its_neighbours_under_one_code_and_its_opposite_apart():
+    hasher = curiosity.SimHash(8, bits=16, seed=3)
+    memory = curiosity.CountMemory(hasher)
+    state = np.arange(1.0, 9.0)
+    assert [memory.visit(state) for _ in range(3)] == pytest.approx([1.0, 1 / np.sqrt(2), 1 / np.sqrt(3)])
+    assert memory.visit(2.0 * state) == pytest.approx(0.5)  # a positive multiple: the same signs, the 4th visit
+    assert memory.visit(-state) == 1.0  # every projection's sign flips: a code of its own
+    assert hasher(state) == bytes(np.packbits(hasher.projection @ state > 0))
+
+
+def test_ride_divides_the_impact_by_the_root_of_the_episodes_count():
+    memory = curiosity.ImpactMemory(curiosity.SimHash(3, seed=0))
+    seen, other = [1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]
+    assert memory.visit([2.0, *seen]) == 2.0
+    assert memory.visit([2.0, *seen]) == pytest.approx(2.0 / np.sqrt(2))
+    assert memory.visit([0.5, *other]) == 0.5
+    assert memory.visit([3.0, *seen]) == pytest.approx(3.0 / np.sqrt(3))
+
+
+def test_ngus_kernel_on_a_fixed_memory_by_hand():
+    memory = curiosity.NearestNeighbourMemory(neighbours=2)
+    assert memory.visit([0.0, 0.0]) == pytest.approx(1 / 1.001)  # the first: one visit's worth, K(f, f) = 1
+    memory.embeddings = [np.array([0.0, 0.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
+    memory.mean = [10.0, 4]  # the running mean of the k-th neighbours' squared distances so far: 2.5
+    # f = (0, 2): squared distances 4, 13, 1 -> the 2 nearest 1 and 4; the mean becomes (10 + 5) / 6 = 2.5
+    # normalised 0.4 and 1.6, less xi 0.008: 0.392, 1.592; kernel 0.001 / (d + 0.001)
+    kernel = 0.001 / (0.392 + 0.001) + 0.001 / (1.592 + 0.001)
+    assert memory.visit([0.0, 2.0]) == pytest.approx(1 / (np.sqrt(kernel) + 0.001), rel=1e-9)
+    assert memory.mean == [15.0, 6] and len(memory.embeddings) == 4
+    # the same state again: its 2 nearest at squared distances 0 and 1, the mean (2 + 1) / (2 + 2) = 0.75; normalised
+    # 0 (within xi: kernel 1) and 1 / 0.75
+    memory.mean = [2.0, 2]
+    kernel = 1.0 + 0.001 / (1 / 0.75 - 0.008 + 0.001)
+    assert memory.visit([0.0, 2.0]) == pytest.approx(1 / (np.sqrt(kernel) + 0.001), rel=1e-9)
+
+
+def test_ngu_earns_nothing_past_the_largest_similarity():
+    memory = curiosity.NearestNeighbourMemory(neighbours=100)
+    memory.embeddings = [np.zeros(2)] * 100
+    memory.mean = [1.0, 1]
+    assert memory.visit([0.0, 0.0]) == 0.0  # sqrt(100 kernels of 1) = 10 > s_max 8
+
+
+def test_an_episodic_memory_is_new_with_each_episode_and_the_counts_last_the_process():
+    episodic = curiosity.MemoryScaler(lambda: curiosity.CountMemory(curiosity.SimHash(2)), 0.5, 2, episodic=True)
+    state = np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert list(episodic.step(state, ())[0]) == [0.5, 0.5]  # each environment its own memory
+    assert list(episodic.step(state, ())[0]) == pytest.approx([0.5 / np.sqrt(2)] * 2)
+    episodic.episode_begins(0)
+    assert list(episodic.step(state, ())[0]) == pytest.approx([0.5, 0.5 / np.sqrt(3)])
+    lifelong = curiosity.MemoryScaler(lambda: curiosity.CountMemory(curiosity.SimHash(2)), 1.0, 2, episodic=False)
+    assert list(lifelong.step(state, ())[0]) == pytest.approx([1.0, 1 / np.sqrt(2)])  # one memory for both
+    lifelong.episode_begins(0)  # the counts go on: the third visit
+    assert lifelong.step(state[:1], ())[0][0] == pytest.approx(1 / np.sqrt(3))
+
+
+@pytest.mark.parametrize("unsup", ["e3b", "ride", "ngu", "counts"])
+def test_a_memory_bonus_gives_its_memory_the_embedding_and_trains_phi_without_the_policy(unsup):
+    with tf.Graph().as_default():
+        module = curiosity.build(unsup, (6,), 3, "mlp")
+        rows = module.bonus_per_step
+        assert tf.gradients(tf.reduce_sum(rows), module.var_list) == [None] * len(module.var_list)
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            rng = np.random.default_rng(0)
+            feed = module.feed(rng.normal(size=(4, 6)), rng.normal(size=(4, 6)), [0, 1, 2, 0])
+            values, phi1, phi2 = session.run([rows, module.phi1, module.phi2], feed)
+    if unsup == "ride":
+        np.testing.assert_allclose(values[:, 0], np.linalg.norm(phi2 - phi1, axis=1), rtol=1e-5)
+        np.testing.assert_allclose(values[:, 1:], phi2)
+    else:
+        np.testing.assert_allclose(values, phi2)
+
+
+MEMORY_BONUSES = ("e3b", "ride", "ngu", "counts")
+LEARNERS = {
+    "a3c": ["--algo", "a3c", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400"],
+    "dqn": ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400",
+            "--set", "learning_starts=100", "--set", "replay_ratio=16", "--set", "batch_size=32"],
+    "sac": ["--algo", "sac", "--env-id", "Pendulum-v1", "--set", "max_global_steps=400", "--set",
+            "learning_starts=100", "--set", "batch_size=32", "--set", "replay_ratio=32"],
+}
+
+
+@pytest.mark.parametrize("algo", LEARNERS)
+def test_every_memory_bonus_trains_with_the_learner(algo, tmp_path):
+    """Each bonus read from a memory, with the learner in one process (the four side by side): every episode gets a
+    bonus; the lifelong counts' bonus a step falls as the corridor's states repeat (SAC's sac_classic preset asks
+    to relabel the bonus: these are stored as acted, and the log says so)."""
+    import csv
+
+    from conftest import side_by_side
+
+    results = side_by_side("train.py", *([*LEARNERS[algo], "--unsup", unsup, "--log-dir", tmp_path / unsup]
+                                         for unsup in MEMORY_BONUSES))
+    for unsup, result in zip(MEMORY_BONUSES, results):
+        assert result.returncode == 0, (unsup, result.stderr[-3000:])
+        rows = list(csv.DictReader(open(tmp_path / unsup / "episodes_0.csv")))
+        per_step = [float(row["bonus"]) / int(row["length"]) for row in rows]
+        assert len(rows) >= 2 and all(value > 0 for value in per_step), (unsup, per_step)
+        if unsup == "counts" and algo != "sac":
+            assert per_step[-1] < per_step[0], per_step
+        if algo == "sac":
+            assert "relabel_bonus does not apply" in result.stderr
