@@ -340,7 +340,8 @@ def run_task(args):
     episodes = 0  # an actor's, at the end
     trainer = None
     try:
-        with supervisor.managed_session(server.target, config=session_config) as session:
+        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
+                server.target, config=session_config) as session:
             stop_flag.training = True
             if is_learner:
                 memory = learner_replay(config, space, graph, one_step=graph.curious is not None)
@@ -368,9 +369,6 @@ def run_task(args):
                     trainer.close()
                 episodes = episode_logger.episodes
             heartbeat.beat(trainer, episodes, state="stopped", force=True)
-    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
-        raise roles.ClusterError(f"lost the learner at {args.learner_hosts} "
-                                    f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     finally:
         summary_writer.close()
         for env in actor_envs:

@@ -6,6 +6,7 @@ A cluster is TensorFlow's ClusterSpec as a dict, {"ps": ["host:port", ...], "wor
 {"learner": [...], "actor": [...]} (Ape-X); a task is (job, index). It is read from a JSON file or flags
 (train.py), TF_CONFIG or a Slurm step (worker.py). This module does not import TensorFlow.
 """
+import contextlib
 import hashlib
 import json
 import re
@@ -62,6 +63,17 @@ class LaunchError(Exception):
 
 class ClusterError(Exception):
     """The task holding the variables went away or stopped answering; reported as one line, exit status 1."""
+
+
+@contextlib.contextmanager
+def learner_lost(tf1, hosts):
+    """A learner's player (an Ape-X or PlaNet actor, or the learner itself) whose session with the learner at
+    `hosts` breaks: one line, ClusterError, for the supervisor to start it again."""
+    try:
+        yield
+    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
+        raise ClusterError(f"lost the learner at {hosts} ({error.message.strip().splitlines()[0]}); relaunch the run "
+                           f"to resume") from None
 
 
 def local(first_port, num_workers, num_ps=1, algo=algorithms.DEFAULT):

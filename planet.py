@@ -1174,8 +1174,8 @@ def run_task(args):
                 f"actor {task} of {actors}, waiting for the learner to initialise")
     trainer, episodes = None, 0
     try:
-        with supervisor.managed_session(server.target, config=task_session_config(
-                tf1, [f"/job:{roles.LEARNER.job}", *own])) as session:
+        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
+                server.target, config=task_session_config(tf1, [f"/job:{roles.LEARNER.job}", *own])) as session:
             stop_flag.training = True
             if is_learner:
                 trainer = ClusterLearner(graph, config, args.log_dir, writer, DEFAULT_EVAL_EVERY)
@@ -1202,9 +1202,6 @@ def run_task(args):
                     trainer.close()
                 episodes = episode_logger.episodes
             heartbeat.beat(trainer.progress, episodes, state="stopped", force=True)
-    except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
-        raise roles.ClusterError(f"lost the learner at {args.learner_hosts} "
-                                 f"({error.message.strip().splitlines()[0]}); relaunch the run to resume") from None
     finally:
         writer.close()
         for env in envs:
