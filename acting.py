@@ -241,6 +241,8 @@ class NetworkCopy:
     """
 
     def __init__(self, build, source_variables, seed):
+        """`source_variables`: the network's, in the order the copy makes its own, or {name: variable} of a graph
+        that holds them among others (`source` then lists those the copy takes, in its order)."""
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf1.set_random_seed(seed)
@@ -250,8 +252,11 @@ class NetworkCopy:
             self.weights = [tf1.placeholder(v.dtype.base_dtype, v.shape) for v in self.variables]
             self.load_op = tf.group(*[v.assign(weight) for v, weight in zip(self.variables, self.weights)])
             initialise = tf1.variables_initializer(self.variables)
-        if [(v.name, v.shape) for v in self.variables] != [(v.name, v.shape) for v in source_variables]:
+        if isinstance(source_variables, dict):
+            source_variables = [source_variables.get(v.op.name) for v in self.variables]
+        if [(v.name, v.shape) for v in self.variables] != [v if v is None else (v.name, v.shape) for v in source_variables]:
             raise ValueError("a network's copy has other variables than the network")
+        self.source = list(source_variables)
         self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
                                                                              inter_op_parallelism_threads=1))
         self.session.run(initialise)

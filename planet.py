@@ -792,8 +792,8 @@ class ModelLearning:
     episodes, collect_every of them for each episode stored after the random ones but the last (`owed`), whoever
     collected it."""
 
-    def __init__(self, model, batch, losses, train, sac, config, episodes_dir, rng):
-        self.model, self.batch, self.losses, self.train, self.sac = model, batch, losses, train, sac
+    def __init__(self, batch, losses, train, sac, config, episodes_dir, rng):
+        self.batch, self.losses, self.train, self.sac = batch, losses, train, sac
         self.config = config
         self.loader = sequences.EpisodeLoader(episodes_dir, rng, min_rows=config.sequence_length)
 
@@ -867,7 +867,7 @@ class LocalRun:
         self.train_dir = logdir.checkpoints_dir(log_dir)
         self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
         self.rng = np.random.default_rng(config.seed)
-        self.learning = ModelLearning(self.model, batch, losses, train, self.sac, config, self.episodes_dir, self.rng)
+        self.learning = ModelLearning(batch, losses, train, self.sac, config, self.episodes_dir, self.rng)
 
     def restore_or_initialise(self, session, pretrain=None):
         latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
@@ -1033,12 +1033,7 @@ class ClusterActor:
             model = world_model(graph.model.observation_shape, graph.model.action_size, config)
             return behaviour(model, config)[0](count, collecting=True)
 
-        with tf.Graph().as_default():  # the variables the copy holds, in its order: those it fetches
-            acting_copy()
-            names = [variable.op.name for variable in tf1.trainable_variables()]
-        by_name = {variable.op.name: variable for variable in graph.variables}
-        self.source = [by_name[name] for name in names]
-        self.copy = NetworkCopy(acting_copy, self.source, seed)
+        self.copy = NetworkCopy(acting_copy, {variable.op.name: variable for variable in graph.variables}, seed)
         self.collector = Collector(envs, config, self.copy.network, episodes_dir, seed,
                                    np.random.default_rng([config.seed, task]), episode_logger, self.progress.timings)
 
@@ -1051,7 +1046,7 @@ class ClusterActor:
                 if not self.wait_for_learner(session, stop_flag, heartbeat, episode_logger):
                     break
                 with progress.timings.phase("sync"):
-                    self.copy.load(session.run(self.source))
+                    self.copy.load(session.run(self.copy.source))
             played, finished = self.collector.step(self.copy.session)
             unsent += played
             if unsent >= STEP_EVERY or finished:
@@ -1086,7 +1081,7 @@ class ClusterLearner:
     def __init__(self, graph, config, log_dir, writer, open_loop_every):
         self.graph, self.config, self.log_dir, self.writer = graph, config, log_dir, writer
         self.episodes_dir = os.path.join(log_dir, logdir.TRAIN_EPISODES)
-        self.learning = ModelLearning(graph.model, graph.batch, graph.losses, graph.train, graph.sac, config,
+        self.learning = ModelLearning(graph.batch, graph.losses, graph.train, graph.sac, config,
                                       self.episodes_dir, np.random.default_rng(config.seed))
         self.open_loop_every = open_loop_every
         self.progress = types.SimpleNamespace(steps_trained=0, last_global_step=0, updates=0, skipped_updates=0,
