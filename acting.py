@@ -254,7 +254,8 @@ class NetworkCopy:
             initialise = tf1.variables_initializer(self.variables)
         if isinstance(source_variables, dict):
             source_variables = [source_variables.get(v.op.name) for v in self.variables]
-        if [(v.name, v.shape) for v in self.variables] != [v if v is None else (v.name, v.shape) for v in source_variables]:
+        sources = [v if v is None else (v.name, v.shape) for v in source_variables]
+        if [(v.name, v.shape) for v in self.variables] != sources:
             raise ValueError("a network's copy has other variables than the network")
         self.source = list(source_variables)
         self.session = tf1.Session(graph=self.graph, config=tf1.ConfigProto(intra_op_parallelism_threads=1,
