@@ -159,6 +159,10 @@ A3C_PRESETS = {
     # MyWayHome dense at 3M steps and a tenfold learning rate did not help; with 4 it had 0.82 and 0.76 in two
     # seeds (docs/history/2026-11-24-doom-study.md, "Why the dense task lags").
     "doom": {"envs_per_worker": "4"},
+    # RIDE's settings on MultiRoom-N7-S4 and KeyCorridorS3R3 (Raileanu and Rocktaschel 2020, its README): entropy
+    # 0.0005 and an intrinsic reward coefficient of 0.1, given here to every bonus that prediction_beta weighs; 16
+    # environments a worker, for MiniGrid's Python steps are cheap beside an update.
+    "minigrid": {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"},
 }
 # `dqn_classic` below, and `dqn_classic_curiosity` with three changes.
 _DQN_CLASSIC = {"learning_rate": "1e-3", "adam_epsilon": "1e-8", "envs_per_worker": "1", "replay_capacity": "200000",
@@ -203,8 +207,8 @@ SAC_PRESETS = {
 A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"mario": "mario", "doom": "doom", "vector_bonus": "classic_curiosity", "vector": "classic",
-             "image": "paper"}, hyperparameters=A3C_PRESETS,
+    presets={"mario": "mario", "doom": "doom", "minigrid": "minigrid", "vector_bonus": "classic_curiosity",
+             "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
 DQN = Algorithm(
     "dqn", "Double DQN with n-step returns and prioritized replay; Ape-X's learner and actors on a cluster",

@@ -297,7 +297,7 @@ def config_from_overrides(overrides, preset="paper"):
 CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement", "e3b", "ride", "ngu", "counts")  # --unsup: A3C alone, ICM,
 # the pixel baselines, RND, an ensemble's disagreement
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
-HEADS = ("universe", "nips", "nature", "doom", "mlp")
+HEADS = ("universe", "nips", "nature", "doom", "minigrid", "mlp")
 # Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
 # actions, as Mnih et al. (2015) began theirs with up to 30 no-ops (not every game here has a no-op): a greedy policy
 # in a deterministic engine from a fixed start (Doom's sparse tasks, Mario, Atari's v4 ids) plays one episode over
@@ -334,7 +334,8 @@ RUN_FLAGS = (
     RunFlag("env_wrap", ("--env-wrap", "--envWrap"), "the paper's preprocessing and reward clipping", kind="switch",
             recorded=True, identity=True),
     RunFlag("design_head", ("--design-head", "--designHead"), "network trunk (default: mlp for vector "
-            "observations, universe for images)", choices=HEADS, recorded=True, identity=True),
+            "observations, minigrid for MiniGrid's, universe for other images)", choices=HEADS, recorded=True,
+            identity=True),
     RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
             "baselines), rnd (random network distillation), disagreement (an ensemble of forward models), e3b "
             "(elliptical episodic bonus), ride (impact over the episode's count), ngu (episodic nearest neighbours), "

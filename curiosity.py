@@ -26,8 +26,8 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from model import (HEADS, choose_head, conv2d, flatten, inverse_universe_head, linear, mlp_head,
-                   normalized_columns_initializer, trainable_variables, universe_head, variables_since)
+from model import (HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten, inverse_universe_head, linear,
+                   mlp_head, normalized_columns_initializer, trainable_variables, universe_head, variables_since)
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -362,11 +362,17 @@ def frozen(getter, *args, **kwargs):
     return getter(*args, **kwargs)
 
 
-def rnd_trunk(x):
+def rnd_trunk(x, head):
     """The network of the target and of the predictor's first layers: for images, RND's convolutions
-    (32 8x8 /4, 64 4x4 /2, 64 3x3 /1, leaky ReLU); for vectors, two ELU layers."""
+    (32 8x8 /4, 64 4x4 /2, 64 3x3 /1, leaky ReLU); for MiniGrid's 7x7 views, which these would not fit, the
+    minigrid head's three 3x3 convolutions of 32 with stride 2 (leaky ReLU, on the normalised codes); for vectors, two
+    ELU layers."""
     if len(x.get_shape()) == 2:
         return mlp_head(x)
+    if head == "minigrid":
+        for i in range(MINIGRID_CONVS):
+            x = tf.nn.leaky_relu(conv2d(x, 32, f"c{i + 1}", (3, 3), (2, 2)))
+        return flatten(x)
     x = tf.nn.leaky_relu(conv2d(x, 32, "c1", (8, 8), (4, 4), pad="VALID"))
     x = tf.nn.leaky_relu(conv2d(x, 64, "c2", (4, 4), (2, 2), pad="VALID"))
     return flatten(tf.nn.leaky_relu(conv2d(x, 64, "c3", (3, 3), (1, 1), pad="VALID")))
@@ -419,16 +425,18 @@ class RandomNetworkDistillation(Curiosity):
     def __init__(self, observation_shape, num_actions, design_head=None, unsup="rnd"):
         variables_before, global_before = trainable_variables(), set(tf1.global_variables())
         self._inputs(observation_shape, num_actions)
-        self.next_frames = self.s2[..., -1:] if len(observation_shape) == 3 else self.s2  # [N, H, W, 1] or [N, D]
+        head = choose_head(observation_shape, design_head)
+        frame = len(MINIGRID_CODES) if head == "minigrid" else 1  # the channels of one frame (the last)
+        self.next_frames = self.s2[..., -frame:] if len(observation_shape) == 3 else self.s2  # [N, H, W, C] or [N, D]
         self.observation_moments = RunningMoments("observation", self.next_frames.get_shape().as_list()[1:])
         self.return_moments = RunningMoments("return", [])
         self.returns_in = tf1.placeholder(tf.float32, [None], name="bonus_returns")  # [N]: ReturnScaler's returns
         self.inputs = inputs = tf.clip_by_value(self.observation_moments.normalize(self.next_frames),
                                                 -RND_OBSERVATION_CLIP, RND_OBSERVATION_CLIP)
         with tf1.variable_scope("target", custom_getter=frozen):
-            target = linear(rnd_trunk(inputs), RND_FEATURES, "out")  # [N, 512]
+            target = linear(rnd_trunk(inputs, head), RND_FEATURES, "out")  # [N, 512]
         with tf1.variable_scope("predictor"):
-            hidden = rnd_trunk(inputs)
+            hidden = rnd_trunk(inputs, head)
             for i in range(2):
                 hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
             predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]

@@ -205,7 +205,7 @@ def make_env(args, run, record):
     env = runs.make_env({**run, "no_reward": False, "no_life_reward": False}, "rgb_array" if record else None,
                         args.env_id)
     if args.random_start == "auto":
-        args.random_start = envs.evaluation_random_start(env.observation_space)
+        args.random_start = envs.evaluation_random_start(args.env_id or run["env_id"], env.observation_space)
     return env
 
 

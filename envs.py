@@ -47,14 +47,16 @@ STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a 
 GAME_METRICS = ("success", "distance", "position_x", "position_y")
 VISIT_EVERY = 4  # where the game reports a position, one in this many steps is logged for visitation maps
 
-FAMILIES = ("doom", "mario", "atari", "gymnasium")
-MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py"}
+FAMILIES = ("doom", "mario", "atari", "minigrid", "gymnasium")
+MODULE_OF_FAMILY = {"doom": "vizdoom", "mario": "gym_super_mario_bros", "atari": "ale_py", "minigrid": "minigrid"}
+DESIGN_HEAD_OF_FAMILY = {"minigrid": "minigrid"}  # a family's network trunk when --design-head is not given
 
 SUPPORTED = ("doom, doomSparse, doomVerySparse and other ViZDoom scenarios by their gymnasium id (VizdoomBasic-v1, "
              "...); mario and mario-W-S (e.g. mario-1-2); Atari games (PongDeterministic-v4, ALE/Pong-v5, "
              "BreakoutNoFrameskip-v4, ...); any gymnasium id with a discrete action space (CartPole-v1, Acrobot-v1, "
-             "...); this project's Corridor-v0, CorridorLong-v0 and CorridorPixels-v0; <id>-pixels for a gymnasium "
-             "task's rendered frames (Pendulum-v1-pixels, InvertedPendulum-v5-pixels)")
+             "...); MiniGrid's ids (MiniGrid-KeyCorridorS3R3-v0, MiniGrid-MultiRoom-N7-S4-v0, ...); this project's "
+             "Corridor-v0, CorridorLong-v0 and CorridorPixels-v0; <id>-pixels for a gymnasium task's rendered frames "
+             "(Pendulum-v1-pixels, InvertedPendulum-v5-pixels)")
 PIXELS_SUFFIX = "-pixels"
 PIXELS_SIZE = 64  # PlaNet's frames: 64x64 RGB
 MUJOCO_ENTRY = "gymnasium.envs.mujoco"  # where gymnasium's MuJoCo tasks live: they render at a size they are given
@@ -90,6 +92,53 @@ class GameRecord:
                 self.metrics[key] = max(value, self.metrics.get(key, value)) if key == "distance" else value
         if "position_x" in info and step % VISIT_EVERY == 1:
             self.visits.append((float(info["position_x"]), float(info["position_y"])))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# MiniGrid: procedurally generated gridworlds, where a state is seldom seen twice (RIDE's, NovelD's, E3B's tasks)
+# ---------------------------------------------------------------------------------------------------------------
+MINIGRID_PREFIX = "MiniGrid-"
+# The MultiRoom tasks of RIDE (Raileanu and Rocktaschel 2020) that the minigrid package does not register, as RIDE's
+# code registers them: {id: (rooms, largest room side)}; an episode lasts at most 20 steps a room (the package's).
+MINIGRID_MULTIROOMS = {"MiniGrid-MultiRoom-N7-S4-v0": (7, 4), "MiniGrid-MultiRoom-N7-S8-v0": (7, 8),
+                       "MiniGrid-MultiRoom-N10-S4-v0": (10, 4), "MiniGrid-MultiRoom-N10-S10-v0": (10, 10),
+                       "MiniGrid-MultiRoom-N12-S10-v0": (12, 10)}
+
+
+def _register_minigrid():
+    import_family("minigrid")  # registers the package's ids
+    for env_id, (rooms, side) in MINIGRID_MULTIROOMS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point="minigrid.envs:MultiRoomEnv",
+                         kwargs={"minNumRooms": rooms, "maxNumRooms": rooms, "maxRoomSize": side})
+
+
+class MiniGridView(gym.Wrapper):
+    """The agent's view (7x7 cells ahead of it) in MiniGrid's compact encoding: each cell's object, colour and state
+    codes (minigrid.core.constants), as float32 [7, 7, 3]; the mission's text dropped (these tasks have one). `info`
+    holds the agent's cell (position_x / position_y, for coverage and visitation maps) and, at the episode's end,
+    `success`: whether it ended at the goal (MiniGrid ends an episode early, with a reward, only there)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        image = env.observation_space["image"]
+        self.observation_space = spaces.Box(0.0, float(image.high.max()), image.shape, np.float32)
+
+    def _view(self, observation, info):
+        x, y = self.env.unwrapped.agent_pos
+        info.update(position_x=int(x), position_y=int(y))
+        return np.asarray(observation["image"], np.float32), info
+
+    def reset(self, **kwargs):
+        observation, info = self.env.reset(**kwargs)
+        return self._view(observation, info)
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["success"] = bool(terminated and reward > 0)
+        observation, info = self._view(observation, info)
+        return observation, reward, terminated, truncated, info
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -551,12 +600,14 @@ def observation_kind(space):
     raise EnvError(f"observation space {space} is neither a vector nor an image; supported: {SUPPORTED}")
 
 
-def evaluation_random_start(space):
+def evaluation_random_start(env_id, space):
     """The random actions an evaluation episode begins with (up to): constants.EVAL_RANDOM_START on images, where the
     games start where they started (Atari's v4 ids, Mario, Doom's sparse tasks) and greedy play would replay one
     episode; none on vectors, whose resets are random already and whose episodes 30 random actions can end
-    (CartPole's random episodes last about 22 steps)."""
-    return EVAL_RANDOM_START if observation_kind(space) == "image" else 0
+    (CartPole's random episodes last about 22 steps), nor on MiniGrid, whose every reset draws a new layout."""
+    if observation_kind(space) == "vector" or env_family(env_id) == "minigrid":
+        return 0
+    return EVAL_RANDOM_START
 
 
 def _to_float_vector(env):
@@ -700,11 +751,13 @@ def _serve(pipe, make, args):
         return
 
 
-def _stacked_colour(env):
-    """The last STACKED_FRAMES colour frames [H, W, 3] in the channels, oldest first: [H, W, 3 x STACKED_FRAMES]."""
-    height, width, channels = env.observation_space.shape
-    env = gym.wrappers.FrameStackObservation(env, STACKED_FRAMES)  # [4, H, W, 3]
-    stacked = spaces.Box(0.0, 1.0, (height, width, channels * STACKED_FRAMES), np.float32)
+def _stacked_channels(env):
+    """The last STACKED_FRAMES frames [H, W, C] in the channels, oldest first: [H, W, C x STACKED_FRAMES]."""
+    space = env.observation_space
+    height, width, channels = space.shape
+    env = gym.wrappers.FrameStackObservation(env, STACKED_FRAMES)  # [4, H, W, C]
+    stacked = spaces.Box(float(space.low.min()), float(space.high.max()), (height, width, channels * STACKED_FRAMES),
+                         np.float32)
     return gym.wrappers.TransformObservation(
         env, lambda frames: np.concatenate(list(np.asarray(frames, np.float32)), axis=-1), stacked)
 
@@ -716,6 +769,9 @@ def env_family(env_id):
         family = "doom"
     elif MARIO_ID.fullmatch(env_id):
         family = "mario"
+    elif env_id.startswith(MINIGRID_PREFIX):
+        family = "minigrid"
+        _register_minigrid()
     else:
         if env_id not in gym.registry and importlib.util.find_spec("ale_py") is not None:
             _register_atari()
@@ -744,6 +800,11 @@ def check_env_id(env_id):
     if family in MODULE_OF_FAMILY:
         import_family(family)
     return family
+
+
+def default_design_head(env_id, design_head=None):
+    """`design_head` if given, else the trunk `env_id`'s family is built for (None: the observations choose)."""
+    return design_head or DESIGN_HEAD_OF_FAMILY.get(env_family(env_id))
 
 
 def paper_preprocessing(env_id, env_wrap):
@@ -785,6 +846,8 @@ def _make_game(env_id, family, env_wrap, render_mode):
         return gym.make(env_id, **render), 1  # MarioEnv repeats its actions itself, without max-pooling
     if family == "atari":
         return _make_atari(env_id, env_wrap, render), 1
+    if family == "minigrid":
+        return MiniGridView(gym.make(env_id, **render)), 1
     return gym.make(env_id, **render), ACTION_REPEAT if env_wrap else 1
 
 
@@ -808,8 +871,8 @@ def create_env(env_id, env_wrap=False, no_reward=False, no_life_reward=False, se
         raise EnvError(f"{env_id} has action space {env.action_space}; the agent needs {needs}")
     if observation_kind(env.observation_space) == "vector":
         env = _to_float_vector(env)
-    elif pixels_base(env_id):
-        env = _stacked_colour(env) if stack_frames else env  # the colour frames as rendered, at their own size
+    elif pixels_base(env_id) or family == "minigrid":  # colour frames as rendered, MiniGrid's codes: their own size
+        env = _stacked_channels(env) if stack_frames else env
     else:
         env = _to_small_image(env, repeat, stack=stack_frames or paper_preprocessing(env_id, env_wrap),
                               size=image_size)

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 tf1 = tf.compat.v1
 
-IMAGE_HEADS = ("universe", "nips", "nature", "doom")
+IMAGE_HEADS = ("universe", "nips", "nature", "doom", "minigrid")
 UNIVERSE_CONVS = 4
 MLP_UNITS = 64  # each of the mlp head's two layers (config.mlp_units; the curiosity predictors' encoder keeps it)
 VALUE_INIT_STD = 1.0
@@ -115,6 +115,22 @@ def doom_head(x):
     return tf.nn.elu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
 
 
+MINIGRID_CODES = (11, 6, 3)  # how many values each of a MiniGrid cell's codes takes: object, colour, state
+MINIGRID_CONVS = 3
+
+
+def minigrid_head(x):
+    """MiniGrid's compact view [N, 7, 7, 3 x frames]: each cell's codes one-hot (the first convolution then embeds
+    them: a code is a category, not a magnitude), then RIDE's trunk (Raileanu and Rocktaschel 2020): three 3x3
+    convolutions of 32 with stride 2 (ELU) and a layer of 256."""
+    codes = tf.cast(x, tf.int32)
+    x = tf.concat([tf.one_hot(codes[..., channel], MINIGRID_CODES[channel % len(MINIGRID_CODES)])
+                   for channel in range(x.get_shape()[-1])], axis=-1)  # [N, 7, 7, 20 x frames]
+    for i in range(MINIGRID_CONVS):
+        x = tf.nn.elu(conv2d(x, 32, f"l{i + 1}", (3, 3), (2, 2)))
+    return tf.nn.elu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
+
+
 def mlp_head(x, units=MLP_UNITS):
     """Two ELU layers of `units` for vector observations (classic control)."""
     for i in range(2):
@@ -123,7 +139,7 @@ def mlp_head(x, units=MLP_UNITS):
 
 
 HEADS = {"universe": universe_head, "nips": nips_head, "nature": nature_head, "doom": doom_head,
-         "mlp": mlp_head}
+         "minigrid": minigrid_head, "mlp": mlp_head}
 
 
 def head_features(head, x, mlp_units=MLP_UNITS):
@@ -142,6 +158,9 @@ def choose_head(observation_shape, design_head=None):
         return "universe"
     if design_head not in IMAGE_HEADS:
         raise ValueError(f"--designHead {design_head} does not take images; choose one of {IMAGE_HEADS}")
+    if design_head == "minigrid" and observation_shape[-1] % len(MINIGRID_CODES):
+        raise ValueError(f"--designHead minigrid reads MiniGrid's codes, {len(MINIGRID_CODES)} channels a frame; "
+                         f"these observations have shape {tuple(observation_shape)}")
     return design_head
 
 

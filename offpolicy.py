@@ -512,13 +512,13 @@ class LocalRun:
     def evaluate(self, session, interrupt, step):
         """An evaluation (evaluation.py's, as demo.py --watch makes a cluster's): eval_episodes episodes played as
         the agent evaluates (DQN: at eval_epsilon; SAC: the policy's mean) on an environment of its own, each
-        begun with up to envs.evaluation_random_start random actions (on images) and written into test_episodes/,
+        begun with up to envs.evaluation_random_start random actions (on images but MiniGrid's) and written into test_episodes/,
         their frames into eval_NNN/ with --eval-frames; its summary (evaluation.summarise), or None when Ctrl-C cut
         it short."""
         env = self.make_env("rgb_array" if self.eval_frames else None)
         rng = np.random.default_rng([self.config.seed, step])  # its own: the training's draws stay as they were
         player = EvaluationAgent(self.agent, session, self.dtype, rng)
-        random_start = envs.evaluation_random_start(env.observation_space)
+        random_start = envs.evaluation_random_start(self.env_id, env.observation_space)
         frames_dir = evaluation.frames_dir(self.log_dir, len(logdir.read_rows(self.eval_path)) + 1)
         episodes = []
         try:

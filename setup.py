@@ -18,6 +18,7 @@ ATARI = ["ale-py>=0.9,<1"]  # ships the ROMs
 # gymnasium's MuJoCo tasks (InvertedPendulum-v5, HalfCheetah-v5, ...), rendered headless through EGL for -pixels
 MUJOCO = ["mujoco>=3.1,<5", "packaging"]
 PIXELS = ["pygame-ce>=2.5,<3"]  # classic control's renderer (Pendulum-v1-pixels); vizdoom brings it too
+MINIGRID = ["minigrid>=3.2,<4"]  # pure Python; draws with pygame-ce
 
 setup(
     name="curiosity-agent",
@@ -46,6 +47,7 @@ setup(
         "atari": ATARI,
         "mujoco": MUJOCO,
         "pixels": PIXELS,
-        "games": DOOM + MARIO + ATARI + MUJOCO + PIXELS,
+        "minigrid": MINIGRID,
+        "games": DOOM + MARIO + ATARI + MUJOCO + PIXELS + MINIGRID,
     },
 )

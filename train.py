@@ -392,9 +392,6 @@ def check_args(args):
         raise LaunchError(f"--expId must be between 0 and {MAX_EXP_ID}, got {args.exp_id}")
     if args.unsup != "none" and not algorithms.get(args.algo).bonuses:
         raise LaunchError(f"--algo {args.algo} takes no curiosity bonus yet: --unsup none")
-    if args.unsup in constants.PIXEL_CURIOSITY and args.design_head not in (None, "universe"):
-        raise LaunchError(f"--unsup {args.unsup} predicts images with the universe head; it cannot be combined "
-                          f"with --designHead {args.design_head}")
     if args.pretrain and not (os.path.isdir(args.pretrain) or os.path.exists(args.pretrain + ".index")):
         raise LaunchError(f"--pretrain {args.pretrain}: no such run directory or checkpoint")
     if args.visualise and not os.environ.get("DISPLAY"):
@@ -403,6 +400,10 @@ def check_args(args):
         check_overrides(args, envs.check_env_id(args.env_id))
     except (envs.EnvError, constants.ConfigError) as error:
         raise LaunchError(str(error)) from None
+    args.design_head = envs.default_design_head(args.env_id, args.design_head)
+    if args.unsup in constants.PIXEL_CURIOSITY and args.design_head not in (None, "universe"):
+        raise LaunchError(f"--unsup {args.unsup} predicts images with the universe head; it cannot be combined "
+                          f"with --designHead {args.design_head}")
 
 
 def check_overrides(args, family):

@@ -57,6 +57,10 @@ def parse_args(argv=None):
     parser.add_argument("--log-dir", default="tmp/doom")
     constants.add_run_flags(parser)
     args = parser.parse_args(argv)
+    try:
+        args.design_head = envs.default_design_head(args.env_id, args.design_head)
+    except envs.EnvError as error:
+        parser.error(str(error))
     row = algorithms.get(args.algo)
     try:
         role = roles.role_from_tf_config(os.environ.get("TF_CONFIG"), row.name)

@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """Reproduce the paper's experiments (Pathak et al. 2017): ICM against A3C on Doom's MyWayHome (Figure 5), and
-on Super Mario Bros without any reward (Table 1).
+on Super Mario Bros without any reward (Table 1); and compare any bonuses on any tasks, as on MiniGrid's (RIDE's).
 
     python benchmarks/reproduce.py --task doom doomSparse doomVerySparse --method icm a3c --seeds 0 1 2 \\
         --steps 5M --out tmp/repro
     python benchmarks/reproduce.py --out tmp/repro --report-only --report-dir docs/results/doom
     python benchmarks/reproduce.py --task mario --method icm a3c --seeds 0 1 2 --steps 1.5M --out tmp/mario
+    python benchmarks/reproduce.py --task MiniGrid-MultiRoom-N7-S4-v0 MiniGrid-KeyCorridorS3R3-v0 \
+        --method a3c icm rnd ride e3b ngu counts --seeds 0 1 2 --steps 10M --out tmp/bonuses
 
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
 with the original's settings (noreward-rl's `--default`: the ICM for `icm`, none for `a3c`; on Doom no living
@@ -81,8 +83,11 @@ import plots  # noqa: E402
 import status  # noqa: E402
 import train  # noqa: E402
 
-METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"], "rnd": ["--unsup", "rnd"]}
-METHOD_LABELS = {"icm": "ICM", "a3c": "A3C", "rnd": "RND"}
+METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"], "rnd": ["--unsup", "rnd"],
+           "ride": ["--unsup", "ride"], "e3b": ["--unsup", "e3b"], "ngu": ["--unsup", "ngu"],
+           "counts": ["--unsup", "counts"], "disagreement": ["--unsup", "disagreement"]}
+METHOD_LABELS = {"icm": "ICM", "a3c": "A3C", "rnd": "RND", "ride": "RIDE", "e3b": "E3B", "ngu": "NGU episodic",
+                 "counts": "counts", "disagreement": "disagreement"}
 PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless --method says otherwise
 PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
@@ -146,8 +151,14 @@ PAPER_DISTANCE = {
 # 20 greedy episodes, 700 over its last 100 in training)
 SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M", "2M", "3M", "5M", "7M"),
                 "evaluations": ("greedy",)}
+# MiniGrid's tasks: a new layout each episode and a reward only at the goal, which the success rate counts; evaluated
+# sampling the policy as in training, as RIDE's curves are its training episodes' returns.
+MINIGRID_TASK = {"flags": (), "measure": "success", "at": ("1M", "2M", "5M", "10M"), "evaluations": ("sampled",)}
 TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M"),
-                   "evaluations": ("greedy", "sampled")}}
+                   "evaluations": ("greedy", "sampled")},
+         **{task: MINIGRID_TASK for task in ("MiniGrid-MultiRoom-N7-S4-v0", "MiniGrid-MultiRoom-N12-S10-v0",
+                                             "MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-KeyCorridorS4R3-v0",
+                                             "MiniGrid-ObstructedMaze-2Dlh-v0")}}
 SEEDS_TO_JUDGE = 3  # the paper's runs per curve: fewer seeds than this get no verdict
 BEATEN = 0.75  # "beaten": a majority of ICM seeds solved for good by this fraction of the paper's step
 EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --parallel uses EXP_ID_BASE + i
@@ -1548,7 +1559,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", nargs="+", default=["doom", "doomSparse", "doomVerySparse"],
                         help="environment ids (train.py --env-id)")
     parser.add_argument("--method", nargs="+", choices=tuple(METHODS), default=PAPER_METHODS,
-                        help="icm, a3c (the paper's, the default) and rnd (Burda et al. 2018)")
+                        help="icm, a3c (the paper's, the default), rnd (Burda et al. 2018) and the bonuses of "
+                             "docs/curiosity.md: ride, e3b, ngu, counts, disagreement")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
     parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")

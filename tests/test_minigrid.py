@@ -1,0 +1,108 @@
+"""MiniGrid as an environment family: RIDE's MultiRoom ids registered as RIDE made them, the agent's view as the
+package's codes, success and the agent's cell in `info`, the minigrid head's one-hot codes, the launcher's default
+trunk for the family, and a short run of A3C (with RND, whose image network would not fit a 7x7 view) and of DQN
+(with E3B, on stacked views)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import envs
+import model
+
+tf1 = tf.compat.v1
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEFT, RIGHT, FORWARD = 0, 1, 2  # minigrid.core.actions.Actions
+
+
+@pytest.mark.parametrize("env_id, rooms, side", [("MiniGrid-MultiRoom-N7-S4-v0", 7, 4),
+                                                 ("MiniGrid-MultiRoom-N12-S10-v0", 12, 10)])
+def test_rides_multiroom_ids_have_their_rooms(env_id, rooms, side):
+    env = envs.create_env(env_id, seed=0)
+    for _ in range(3):  # each reset draws a new layout, of the id's rooms
+        env.reset()
+        layout = env.unwrapped
+        assert len(layout.rooms) == rooms and max(max(room.size) for room in layout.rooms) <= side
+        assert layout.max_steps == 20 * rooms
+    env.close()
+
+
+def test_the_view_is_the_packages_codes_and_the_episode_reports_success_and_the_agents_cell():
+    """Empty-5x5: the agent starts at (1, 1) facing east, the goal is at (3, 3)."""
+    env = envs.create_env("MiniGrid-Empty-5x5-v0", seed=0)
+    observation, info = env.reset()
+    assert env.observation_space.shape == (7, 7, 3) and observation.dtype == np.float32
+    np.testing.assert_array_equal(observation, env.unwrapped.gen_obs()["image"])
+    assert (info["position_x"], info["position_y"]) == (1, 1)
+    for action in (FORWARD, FORWARD, RIGHT, FORWARD):
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert not (terminated or truncated) and "success" not in info
+    _, reward, terminated, _, info = env.step(FORWARD)
+    assert terminated and reward > 0 and info["success"] is True
+    assert (info["position_x"], info["position_y"]) == (3, 3)
+    env.reset()
+    for _ in range(env.unwrapped.max_steps):  # turning in place until the time runs out
+        _, _, terminated, truncated, info = env.step(LEFT)
+    assert truncated and not terminated and info["success"] is False
+    assert envs.evaluation_random_start("MiniGrid-Empty-5x5-v0", env.observation_space) == 0  # layouts are drawn
+
+
+def test_the_minigrid_head_takes_each_code_one_hot_frame_by_frame():
+    from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX, STATE_TO_IDX
+
+    assert model.MINIGRID_CODES == (len(OBJECT_TO_IDX), len(COLOR_TO_IDX), len(STATE_TO_IDX))
+    with tf.Graph().as_default():
+        views = tf1.placeholder(tf.float32, [None, 7, 7, 3 * envs.STACKED_FRAMES])
+        with tf1.variable_scope("head"):
+            features = model.HEADS["minigrid"](views)
+        kernel = [v for v in tf1.trainable_variables() if v.name.startswith("head/l1/")][0]
+        assert kernel.shape.as_list() == [3, 3, sum(model.MINIGRID_CODES) * envs.STACKED_FRAMES, 32]
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            codes = np.zeros((2, 7, 7, 12), np.float32)
+            codes[1, 3, 3, 0] = 2.0  # a wall where the other has nothing: a category, not twice "empty"
+            out = session.run(features, {views: codes})
+        assert out.shape == (2, 256) and not np.allclose(out[0], out[1])
+    with pytest.raises(ValueError, match="3 channels a frame"):
+        model.choose_head((7, 7, 4), "minigrid")
+
+
+def test_the_launcher_gives_minigrid_its_head_unless_told(tmp_path):
+    def dry_run(*flags):
+        result = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--dry-run", "--mode", "child",
+                                 "--num-workers", "1", "--log-dir", str(tmp_path), *flags],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    assert "--design-head minigrid" in dry_run("--env-id", "MiniGrid-KeyCorridorS3R3-v0")
+    told = dry_run("--env-id", "MiniGrid-KeyCorridorS3R3-v0", "--design-head", "universe")
+    assert "--design-head universe" in told and "--design-head minigrid" not in told
+    assert "--design-head" not in dry_run("--env-id", "CartPole-v1")
+
+
+def test_a3c_with_rnd_and_dqn_with_e3b_train_on_a_minigrid_task(tmp_path):
+    """The one-process runs, side by side: every episode logs its success and its cells; the run records the
+    minigrid head; each run checkpoints."""
+    from conftest import side_by_side
+
+    task = ["--num-workers", "0", "--env-id", "MiniGrid-MultiRoom-N2-S4-v0", "--set", "max_global_steps=1500"]
+    runs = {"a3c": [*task, "--algo", "a3c", "--unsup", "rnd", "--set", "envs_per_worker=4",
+                    "--set", "rnd_warm_up_steps=100"],
+            "dqn": [*task, "--algo", "dqn", "--unsup", "e3b", "--set", "learning_starts=300",
+                    "--set", "replay_ratio=8", "--set", "batch_size=32"]}
+    results = side_by_side("train.py", *([*argv, "--log-dir", tmp_path / algo] for algo, argv in runs.items()))
+    for algo, result in zip(runs, results):
+        assert result.returncode == 0, (algo, result.stderr[-3000:])
+        rows = list(csv.DictReader(open(tmp_path / algo / "episodes_0.csv")))
+        assert len(rows) >= 3 and all(row["success"] in ("0", "1") for row in rows), (algo, rows[:3])
+        assert all(float(row["bonus"]) > 0 for row in rows), algo
+        visits = list(csv.DictReader(open(tmp_path / algo / "visits_0.csv")))
+        assert {(row["x"], row["y"]) for row in visits} and all(0 < float(row["x"]) < 25 for row in visits)
+        assert json.load(open(tmp_path / algo / "config.json"))["run"]["design_head"] == "minigrid"
+        assert os.listdir(tmp_path / algo / "train"), algo
