@@ -294,8 +294,9 @@ def config_from_overrides(overrides, preset="paper"):
     return apply_overrides(Config(), preset_items + list(overrides or []))
 
 
-CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement", "e3b", "ride", "ngu", "counts")  # --unsup: A3C alone, ICM,
-# the pixel baselines, RND, an ensemble's disagreement
+# --unsup: A3C alone, the ICM, the pixel baselines, RND, an ensemble's disagreement, the memory bonuses
+CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement", "e3b", "ride", "ngu", "ngu_rnd",
+                     "counts")
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 HEADS = ("universe", "nips", "nature", "doom", "minigrid", "mlp")
 # Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
@@ -339,6 +340,7 @@ RUN_FLAGS = (
     RunFlag("unsup", ("--unsup",), "curiosity: none (A3C), action (ICM), state or stateAenc (pixel-prediction "
             "baselines), rnd (random network distillation), disagreement (an ensemble of forward models), e3b "
             "(elliptical episodic bonus), ride (impact over the episode's count), ngu (episodic nearest neighbours), "
+            "ngu_rnd (ngu modulated by RND's lifelong novelty), "
             "counts (SimHash pseudo-counts)", default="none", choices=CURIOSITY_CHOICES, recorded=True,
             identity=True),
     RunFlag("no_reward", ("--no-reward", "--noReward"), "extrinsic reward forced to 0", kind="switch",

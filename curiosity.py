@@ -378,6 +378,61 @@ def rnd_trunk(x, head):
     return flatten(tf.nn.leaky_relu(conv2d(x, 64, "c3", (3, 3), (1, 1), pad="VALID")))
 
 
+class RandomNetworks:
+    """RND's networks (Burda et al. 2018), which NGU's lifelong novelty reuses: running statistics of the next
+    observations (the last frame of s_t+1), a fixed random target network and a predictor trained to match it, both
+    fed those observations normalised and clipped. `error` [N]: half the squared error summed over the 512 features;
+    `loss`: its mean over features and steps. The target and the statistics are `state_variables`."""
+
+    def __init__(self, next_observations, head):
+        global_before = set(tf1.global_variables())
+        frame = len(MINIGRID_CODES) if head == "minigrid" else 1  # the channels of one frame (the last)
+        shape = next_observations.get_shape().as_list()[1:]
+        self.next_frames = next_observations[..., -frame:] if len(shape) == 3 else next_observations  # [N, ...]
+        self.observation_moments = RunningMoments("observation", self.next_frames.get_shape().as_list()[1:])
+        self.inputs = inputs = tf.clip_by_value(self.observation_moments.normalize(self.next_frames),
+                                                -RND_OBSERVATION_CLIP, RND_OBSERVATION_CLIP)
+        with tf1.variable_scope("target", custom_getter=frozen):
+            target = linear(rnd_trunk(inputs, head), RND_FEATURES, "out")  # [N, 512]
+        with tf1.variable_scope("predictor"):
+            hidden = rnd_trunk(inputs, head)
+            for i in range(2):
+                hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
+            predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]
+        error = tf.square(predicted - tf.stop_gradient(target))  # [N, 512]
+        self.error = 0.5 * tf.reduce_sum(error, axis=1)  # [N]
+        self.loss = tf.reduce_mean(error)
+        self.target_variables = [v for v in tf1.global_variables() if v not in global_before and "/target/" in v.name]
+        self.state_variables = self.target_variables + self.observation_moments.variables
+        self._observe = None  # the global copy's op merging a local copy's observations in (observe)
+
+    def observe(self, local):
+        """On the global copy: the op merging the next observations `local` (a copy's RandomNetworks) is fed."""
+        self._observe = self.observation_moments.merge(local.next_frames)
+        return self._observe
+
+    def warm_up(self, session, bonus, envs, steps):
+        """Seed the observation statistics with `steps` random steps, fed to `bonus` (the copy observe() took),
+        unless the run's (global) statistics have seen that many already (a resumed run, or another worker was
+        first)."""
+        if session.run(self.observation_moments.count) >= steps:
+            return
+        logger.info("RND: seeding the observation statistics with %d random steps", steps)
+        for env in envs:
+            env.reset()
+        following = []  # the observations the random steps led to
+        for step in range(steps):
+            env = envs[step % len(envs)]
+            next_observation, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            following.append(next_observation)
+            if terminated or truncated:
+                env.reset()
+            if len(following) == RND_WARM_UP_BATCH or step == steps - 1:
+                session.run(self._observe, {bonus.frames: np.asarray(following, np.float32),
+                                            bonus.second: np.arange(len(following))})
+                following = []
+
+
 class ReturnScaler(Scaler):
     """The runner's side of RND: each step's raw bonus divided by the running standard deviation of the
     discounted bonus return (Burda et al. 2018), and that return kept per environment, across episodes, for the
@@ -423,31 +478,17 @@ class RandomNetworkDistillation(Curiosity):
     requires_two_streams = True
 
     def __init__(self, observation_shape, num_actions, design_head=None, unsup="rnd"):
-        variables_before, global_before = trainable_variables(), set(tf1.global_variables())
+        variables_before = trainable_variables()
         self._inputs(observation_shape, num_actions)
-        head = choose_head(observation_shape, design_head)
-        frame = len(MINIGRID_CODES) if head == "minigrid" else 1  # the channels of one frame (the last)
-        self.next_frames = self.s2[..., -frame:] if len(observation_shape) == 3 else self.s2  # [N, H, W, C] or [N, D]
-        self.observation_moments = RunningMoments("observation", self.next_frames.get_shape().as_list()[1:])
+        self.networks = RandomNetworks(self.s2, choose_head(observation_shape, design_head))
+        self.observation_moments = self.networks.observation_moments
         self.return_moments = RunningMoments("return", [])
         self.returns_in = tf1.placeholder(tf.float32, [None], name="bonus_returns")  # [N]: ReturnScaler's returns
-        self.inputs = inputs = tf.clip_by_value(self.observation_moments.normalize(self.next_frames),
-                                                -RND_OBSERVATION_CLIP, RND_OBSERVATION_CLIP)
-        with tf1.variable_scope("target", custom_getter=frozen):
-            target = linear(rnd_trunk(inputs, head), RND_FEATURES, "out")  # [N, 512]
-        with tf1.variable_scope("predictor"):
-            hidden = rnd_trunk(inputs, head)
-            for i in range(2):
-                hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
-            predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]
-        error = tf.square(predicted - tf.stop_gradient(target))  # [N, 512]
-        self.bonus_per_step = 0.5 * tf.reduce_sum(error, axis=1)  # [N]
-        self.forward_loss = tf.reduce_mean(error)
+        self.bonus_per_step = self.networks.error  # [N]
+        self.forward_loss = self.networks.loss
         self.var_list = variables_since(variables_before)
-        self.target_variables = [v for v in tf1.global_variables() if v not in global_before and "/target/" in v.name]
-        self.state_variables = (self.target_variables + self.observation_moments.variables
-                                + self.return_moments.variables)
-        self._observe = None  # the global copy's op merging observations in alone (warm_up)
+        self.inputs, self.target_variables = self.networks.inputs, self.networks.target_variables
+        self.state_variables = self.networks.state_variables + self.return_moments.variables
 
     def training_loss(self, config):
         """prediction_lr_scale x the predictor's mean squared error."""
@@ -474,32 +515,14 @@ class RandomNetworkDistillation(Curiosity):
         return float(raw[0] / np.sqrt(return_var + RND_EPSILON))  # a Python float: summary.json takes it
 
     def update_statistics(self, local):
-        self._observe = self.observation_moments.merge(local.next_frames)
-        return tf.group(self._observe, self.return_moments.merge(local.returns_in))
+        return tf.group(self.networks.observe(local.networks), self.return_moments.merge(local.returns_in))
 
     def update_feed(self, rollouts):
         return {self.returns_in: np.concatenate([np.asarray(rollout.bonus_data, np.float32)
                                                  for rollout in rollouts])}
 
     def warm_up(self, session, local, envs, config):
-        """Seed the observation statistics with `rnd_warm_up_steps` random steps, unless the run's (global)
-        statistics have seen that many already (a resumed run, or another worker was first)."""
-        if session.run(self.observation_moments.count) >= config.rnd_warm_up_steps:
-            return
-        logger.info("RND: seeding the observation statistics with %d random steps", config.rnd_warm_up_steps)
-        for env in envs:
-            env.reset()
-        following = []  # the observations the random steps led to
-        for step in range(config.rnd_warm_up_steps):
-            env = envs[step % len(envs)]
-            next_observation, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            following.append(next_observation)
-            if terminated or truncated:
-                env.reset()
-            if len(following) == RND_WARM_UP_BATCH or step == config.rnd_warm_up_steps - 1:
-                session.run(self._observe, {local.frames: np.asarray(following, np.float32),
-                                            local.second: np.arange(len(following))})
-                following = []
+        self.networks.warm_up(session, local, envs, config.rnd_warm_up_steps)
 
 
 # ---------------------------------------------------------------- episodic and count bonuses: numpy memories
@@ -554,6 +577,7 @@ NGU_KERNEL_EPSILON = 1e-3  # the kernel's epsilon
 NGU_CLUSTER_DISTANCE = 8e-3  # xi: normalised distances below it count as the same state
 NGU_PSEUDO_COUNT = 1e-3  # c, added to the similarity's square root
 NGU_MAX_SIMILARITY = 8.0  # s_max: a state more similar than this to the memory earns nothing
+NGU_MAX_MODULATION = 5.0  # L: the most RND's lifelong novelty multiplies the episodic novelty by
 
 
 class NearestNeighbourMemory:
@@ -692,10 +716,80 @@ class ImpactBonus(EmbeddingMemoryBonus):
 
 class NearestNeighbourBonus(EmbeddingMemoryBonus):
     """NGU's episodic novelty (Badia et al. 2020): the k nearest neighbours of the embedding of s_t+1 among the
-    episode's (NearestNeighbourMemory), without RND's lifelong modulation."""
+    episode's (NearestNeighbourMemory), the running mean of their distances kept across the process's episodes;
+    without RND's lifelong modulation (`ngu_rnd` has it)."""
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
+        super().__init__(observation_shape, num_actions, design_head, unsup)
+        self.distances = [0.0, 0]  # [sum, count] of the k-th neighbours' squared distances, over every episode
 
     def memory(self):
-        return NearestNeighbourMemory()
+        return NearestNeighbourMemory(mean=self.distances)
+
+
+class ErrorStatistics:
+    """Running mean and standard deviation of RND's errors, over the process's life (Welford's algorithm)."""
+
+    def __init__(self):
+        self.count, self.mean, self.squares = 0, 0.0, 0.0
+
+    def add(self, value):
+        self.count += 1
+        delta = value - self.mean
+        self.mean += delta / self.count
+        self.squares += delta * (value - self.mean)
+
+    @property
+    def std(self):
+        return float(np.sqrt(self.squares / self.count)) if self.count else 0.0
+
+
+class ModulatedMemory:
+    """NGU's intrinsic reward (Badia et al. 2020, eq. 1): the episodic novelty of a step's embedding (the row's
+    rest) times min(max(alpha, 1), L), alpha = 1 + (e - mean(e)) / std(e) of its RND error e (the row's first
+    value) against every error the process has seen, this one included; L = NGU_MAX_MODULATION."""
+
+    def __init__(self, episodic, errors):
+        self.episodic, self.errors = episodic, errors
+
+    def visit(self, row):
+        error = float(row[0])
+        self.errors.add(error)
+        std = self.errors.std
+        alpha = 1.0 + (error - self.errors.mean) / std if std > 0 else 1.0
+        return self.episodic.visit(row[1:]) * min(max(alpha, 1.0), NGU_MAX_MODULATION)
+
+
+class ModulatedNearestNeighbourBonus(NearestNeighbourBonus):
+    """NGU's intrinsic reward whole: the episodic novelty of NearestNeighbourBonus times the lifelong novelty of
+    RND's error on s_t+1 (ModulatedMemory); RND's predictor trains beside the inverse model, its target and
+    observation statistics are state, as `rnd`'s are. Each step's row: [RND error, embedding...]."""
+
+    def step_rows(self):
+        self.networks = RandomNetworks(self.s2, self.head)
+        return tf.concat([self.networks.error[:, None], self.phi2], 1)  # [N, 1 + F]
+
+    def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
+        super().__init__(observation_shape, num_actions, design_head, unsup)
+        self.state_variables = self.networks.state_variables
+        self.errors = ErrorStatistics()
+
+    def memory(self):
+        return ModulatedMemory(super().memory(), self.errors)
+
+    def training_loss(self, config):
+        """The inverse model's, and prediction_lr_scale x RND's predictor's mean squared error."""
+        return super().training_loss(config) + config.prediction_lr_scale * self.networks.loss
+
+    def summaries(self):
+        return {**super().summaries(), "model/forward_loss": self.networks.loss,
+                "rnd/observations_seen": self.networks.observation_moments.count}
+
+    def update_statistics(self, local):
+        return self.networks.observe(local.networks)
+
+    def warm_up(self, session, local, envs, config):
+        self.networks.warm_up(session, local, envs, config.rnd_warm_up_steps)
 
 
 class CountBonus(EmbeddingMemoryBonus):
@@ -711,7 +805,7 @@ class CountBonus(EmbeddingMemoryBonus):
 
 BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor,
            "rnd": RandomNetworkDistillation, "disagreement": Disagreement, "e3b": EllipticalBonus, "ride": ImpactBonus,
-           "ngu": NearestNeighbourBonus, "counts": CountBonus}
+           "ngu": NearestNeighbourBonus, "ngu_rnd": ModulatedNearestNeighbourBonus, "counts": CountBonus}
 
 
 def two_streams(unsup, config):

@@ -325,7 +325,8 @@ class ActingBonus(StepBonus):
             return
         frames = from_stored(np.concatenate([frames for frames, _ in self.pending]), self.curious.dtype)
         # update_feed reads the bonus returns as a rollout's bonus_data
-        steps = types.SimpleNamespace(bonus_data=np.concatenate([data for _, data in self.pending]))
+        data = [data for _, data in self.pending if data is not None]  # none where the scaler keeps no return
+        steps = types.SimpleNamespace(bonus_data=np.concatenate(data) if data else None)
         self.session.run(self.merge, {self.module.frames: frames, self.module.second: np.arange(len(frames)),
                                       **self.module.update_feed([steps])})
         self.pending = []

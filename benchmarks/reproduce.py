@@ -85,9 +85,10 @@ import train  # noqa: E402
 
 METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"], "rnd": ["--unsup", "rnd"],
            "ride": ["--unsup", "ride"], "e3b": ["--unsup", "e3b"], "ngu": ["--unsup", "ngu"],
-           "counts": ["--unsup", "counts"], "disagreement": ["--unsup", "disagreement"]}
+           "ngu_rnd": ["--unsup", "ngu_rnd"], "counts": ["--unsup", "counts"],
+           "disagreement": ["--unsup", "disagreement"]}
 METHOD_LABELS = {"icm": "ICM", "a3c": "A3C", "rnd": "RND", "ride": "RIDE", "e3b": "E3B", "ngu": "NGU episodic",
-                 "counts": "counts", "disagreement": "disagreement"}
+                 "ngu_rnd": "NGU", "counts": "counts", "disagreement": "disagreement"}
 PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless --method says otherwise
 PROGRESS_SECS = 30.0
 STOP_WAIT_SECS = train.STOP_GRACE_SECS + 30  # a train.py stops its workers (final checkpoints), then the rest
@@ -1560,7 +1561,7 @@ def parse_args(argv=None):
                         help="environment ids (train.py --env-id)")
     parser.add_argument("--method", nargs="+", choices=tuple(METHODS), default=PAPER_METHODS,
                         help="icm, a3c (the paper's, the default), rnd (Burda et al. 2018) and the bonuses of "
-                             "docs/curiosity.md: ride, e3b, ngu, counts, disagreement")
+                             "docs/curiosity.md: ride, e3b, ngu, ngu_rnd, counts, disagreement")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=step_count, default=parse_steps("5M"), help="global steps per run")
     parser.add_argument("--out", required=True, help="the study's folder: runs/ (one log dir per run), eval/")

@@ -69,6 +69,31 @@ def test_ngu_earns_nothing_past_the_largest_similarity():
     assert memory.visit([0.0, 0.0]) == 0.0  # sqrt(100 kernels of 1) = 10 > s_max 8
 
 
+def test_ngus_rnd_modulation_multiplies_by_the_errors_standard_score_plus_one_clipped_to_1_and_5():
+    errors = curiosity.ErrorStatistics()
+    first = curiosity.ModulatedMemory(curiosity.NearestNeighbourMemory(), errors)
+    alone = 1 / 1.001  # the episode's first state: one visit's worth
+    assert first.visit([4.0, 0.0, 0.0]) == pytest.approx(alone)  # one error: no spread yet, alpha 1
+    second = curiosity.ModulatedMemory(curiosity.NearestNeighbourMemory(), errors)  # a new episode, the same errors
+    assert second.visit([2.0, 0.0, 0.0]) == pytest.approx(alone)  # errors 4, 2: 2 is below the mean, clipped to 1
+    third = curiosity.ModulatedMemory(curiosity.NearestNeighbourMemory(), errors)
+    # errors 4, 2, 9: mean 5, std sqrt(26 / 3); alpha = 1 + 4 / 2.944 = 2.359
+    assert third.visit([9.0, 0.0, 0.0]) == pytest.approx(alone * (1 + 4 / np.sqrt(26 / 3)), rel=1e-9)
+    for _ in range(20):
+        errors.add(1.0)
+    fourth = curiosity.ModulatedMemory(curiosity.NearestNeighbourMemory(), errors)
+    assert fourth.visit([100.0, 0.0, 0.0]) == pytest.approx(alone * 5.0)  # far out: at most L = 5
+
+
+def test_ngus_distance_mean_is_kept_across_episodes():
+    with tf.Graph().as_default():
+        module = curiosity.build("ngu", (6,), 3, "mlp")
+    one, other = module.memory(), module.memory()
+    for embedding in ([0.0, 0.0], [1.0, 0.0], [0.0, 3.0]):
+        one.visit(embedding)
+    assert other.mean is one.mean and one.mean[1] == 3 and one.mean[0] == pytest.approx(1 + 9 + 10)
+
+
 def test_an_episodic_memory_is_new_with_each_episode_and_the_counts_last_the_process():
     episodic = curiosity.MemoryScaler(lambda: curiosity.CountMemory(curiosity.SimHash(2)), 0.5, 2, episodic=True)
     state = np.array([[1.0, 1.0], [1.0, 1.0]])
@@ -82,25 +107,34 @@ def test_an_episodic_memory_is_new_with_each_episode_and_the_counts_last_the_pro
     assert lifelong.step(state[:1], ())[0][0] == pytest.approx(1 / np.sqrt(3))
 
 
-@pytest.mark.parametrize("unsup", ["e3b", "ride", "ngu", "counts"])
+@pytest.mark.parametrize("unsup", ["e3b", "ride", "ngu", "ngu_rnd", "counts"])
 def test_a_memory_bonus_gives_its_memory_the_embedding_and_trains_phi_without_the_policy(unsup):
     with tf.Graph().as_default():
         module = curiosity.build(unsup, (6,), 3, "mlp")
         rows = module.bonus_per_step
         assert tf.gradients(tf.reduce_sum(rows), module.var_list) == [None] * len(module.var_list)
+        first = getattr(module, "networks", None)  # ngu_rnd: RND's error of each step, its predictor trained
+        if first is not None:
+            assert not set(first.target_variables) & set(module.var_list)
+            assert any(v.name.startswith("predictor/") for v in module.var_list)
         with tf1.Session() as session:
             session.run(tf1.global_variables_initializer())
             rng = np.random.default_rng(0)
             feed = module.feed(rng.normal(size=(4, 6)), rng.normal(size=(4, 6)), [0, 1, 2, 0])
             values, phi1, phi2 = session.run([rows, module.phi1, module.phi2], feed)
+            errors = session.run(first.error, feed) if first is not None else None
     if unsup == "ride":
         np.testing.assert_allclose(values[:, 0], np.linalg.norm(phi2 - phi1, axis=1), rtol=1e-5)
+        np.testing.assert_allclose(values[:, 1:], phi2)
+    elif unsup == "ngu_rnd":
+        assert np.all(errors > 0)
+        np.testing.assert_allclose(values[:, 0], errors, rtol=1e-6)
         np.testing.assert_allclose(values[:, 1:], phi2)
     else:
         np.testing.assert_allclose(values, phi2)
 
 
-MEMORY_BONUSES = ("e3b", "ride", "ngu", "counts")
+MEMORY_BONUSES = ("e3b", "ride", "ngu", "ngu_rnd", "counts")
 LEARNERS = {
     "a3c": ["--algo", "a3c", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400"],
     "dqn": ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400",
