@@ -144,17 +144,26 @@ LEARNERS = {
 }
 
 
+A3C_TWO_STREAMS = ("ride", "ngu_rnd")  # A3C's runs of these take the bonus on a value head of its own
+
+
+def two_streams(algo, unsup):
+    return ["--set", "two_streams=true"] if algo == "a3c" and unsup in A3C_TWO_STREAMS else []
+
+
 @pytest.mark.parametrize("algo", LEARNERS)
 def test_every_memory_bonus_trains_with_the_learner(algo, tmp_path):
-    """Each bonus read from a memory, with the learner in one process (the four side by side): every episode gets a
-    bonus; the lifelong counts' bonus a step falls as the corridor's states repeat (SAC's sac_classic preset asks
-    to relabel the bonus: these are stored as acted, and the log says so)."""
+    """Each bonus read from a memory, with the learner in one process (side by side; A3C's RIDE and NGU on two
+    streams, the others on one): every episode gets a bonus; the lifelong counts' bonus a step falls as the
+    corridor's states repeat (SAC's sac_classic preset asks to relabel the bonus: these are stored as acted, and the
+    log says so)."""
     import csv
+    import json
 
     from conftest import side_by_side
 
-    results = side_by_side("train.py", *([*LEARNERS[algo], "--unsup", unsup, "--log-dir", tmp_path / unsup]
-                                         for unsup in MEMORY_BONUSES))
+    results = side_by_side("train.py", *([*LEARNERS[algo], *two_streams(algo, unsup), "--unsup", unsup,
+                                          "--log-dir", tmp_path / unsup] for unsup in MEMORY_BONUSES))
     for unsup, result in zip(MEMORY_BONUSES, results):
         assert result.returncode == 0, (unsup, result.stderr[-3000:])
         rows = list(csv.DictReader(open(tmp_path / unsup / "episodes_0.csv")))
@@ -164,3 +173,5 @@ def test_every_memory_bonus_trains_with_the_learner(algo, tmp_path):
             assert per_step[-1] < per_step[0], per_step
         if algo == "sac":
             assert "relabel_bonus does not apply" in result.stderr
+        config = json.load(open(tmp_path / unsup / "config.json"))
+        assert config["hyperparameters"]["two_streams"] == bool(two_streams(algo, unsup)), unsup
