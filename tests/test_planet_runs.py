@@ -3,6 +3,7 @@ from vectors and from pixels; the latent SAC started from a planner run's world 
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import planet
@@ -25,7 +26,15 @@ TINY = ["--algo", "planet", "--env-id", "Pendulum-v1", "--eval-every", "400", "-
         "--set", "cem_candidates=20", "--set", "cem_top=4", "--set", "cem_iterations=2", "--set", "cem_horizon=3"]
 
 
-def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(tmp_path):
+@pytest.fixture(scope="module")
+def planner_run(tmp_path_factory):
+    """A planner run of 800 steps, its log dir and its result: the one-process test goes on from it, and the latent
+    SAC starts from its world model."""
+    log_dir = tmp_path_factory.mktemp("planet") / "run"
+    return log_dir, train_py(*TINY, "--log-dir", str(log_dir), "--set", "max_global_steps=800")
+
+
+def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(planner_run, tmp_path):
     """Two random episodes, then an update batch after each episode and planned episodes; an evaluation and a
     checkpoint every 400 steps, every episode stored; the same command goes on from the checkpoint (step and update
     count); demo.py plays the checkpoint with the planner. (Not whether it learns: tests/test_planet's model test
@@ -36,8 +45,7 @@ def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(tmp_p
 
     from conftest import ROOT
 
-    log_dir = tmp_path / "run"
-    result = train_py(*TINY, "--log-dir", str(log_dir), "--set", "max_global_steps=800")
+    log_dir, result = planner_run
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line.split() for line in open(log_dir / "rewards.txt")]
     assert [int(row[1]) for row in rows] == [400, 800]
@@ -103,7 +111,7 @@ def test_what_planet_cannot_take_is_one_line(tmp_path):
         assert "Traceback" not in result.stderr
 
 
-def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fresh(tmp_path, caplog):
+def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fresh(planner_run, tmp_path, caplog):
     """A planner run's checkpoint, then --set behaviour=sac --pretrain it --restore-include 'world_model/.*': every
     variable of the world model holds the checkpoint's value, the latent SAC's are new (and logged as fresh), its
     critics' targets start as the critics; the run from the command line trains it and demo.py plays its actor."""
@@ -115,8 +123,7 @@ def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fre
     import envs
     from conftest import ROOT
 
-    source = tmp_path / "planner"
-    result = train_py(*TINY, "--log-dir", str(source), "--set", "max_global_steps=400")
+    source, result = planner_run
     assert result.returncode == 0, result.stderr[-3000:]
     checkpoint = tf.train.latest_checkpoint(str(source / "train"))
     sets = [value for flag, value in zip(TINY, TINY[1:]) if flag == "--set" and value.split("=")[0] in (
