@@ -875,6 +875,16 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
                                  reproduce.parse_args(["--task", "mario", "--out", str(tmp_path)]))
     assert "--noReward" in mario and "--noLifeReward" not in mario and "--envs-per-worker" not in mario
     assert "--noLifeReward" in argv and argv[argv.index("--envs-per-worker") + 1] == "4"
+    # every bonus is a method, and MiniGrid's runs keep its reward and its preset's environments per worker
+    for method in ("ride", "e3b", "ngu", "ngu_rnd", "counts", "disagreement"):
+        grid = reproduce.train_argv("MiniGrid-KeyCorridorS3R3-v0", method, 1, str(tmp_path / method), 10_000_000, 0,
+                                    reproduce.parse_args(["--task", "MiniGrid-KeyCorridorS3R3-v0", "--out",
+                                                          str(tmp_path)]))
+        assert grid[grid.index("--unsup") + 1] == method and "--noLifeReward" not in grid
+        assert "--noReward" not in grid and "--envs-per-worker" not in grid
+        assert reproduce.parse_run_name(f"MiniGrid-KeyCorridorS3R3-v0-{method}-s1") == (
+            "MiniGrid-KeyCorridorS3R3-v0", method, 1)
+    assert reproduce.task_spec("MiniGrid-KeyCorridorS3R3-v0")["evaluations"] == ("sampled",)
 
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
