@@ -154,7 +154,9 @@ SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M",
                 "evaluations": ("greedy",)}
 # MiniGrid's tasks: a new layout each episode and a reward only at the goal, which the success rate counts; evaluated
 # sampling the policy as in training, as RIDE's curves are its training episodes' returns.
-MINIGRID_TASK = {"flags": (), "measure": "success", "at": ("1M", "2M", "5M", "10M"), "evaluations": ("sampled",)}
+# Their tables add the mean return over the same windows (RIDE's measure: 1 - 0.9 x steps / limit at the goal).
+MINIGRID_TASK = {"flags": (), "measure": "success", "at": ("1M", "2M", "5M", "10M"), "evaluations": ("sampled",),
+                 "goal": "the goal", "returns": True}
 TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M"),
                    "evaluations": ("greedy", "sampled")},
          **{task: MINIGRID_TASK for task in ("MiniGrid-MultiRoom-N7-S4-v0", "MiniGrid-MultiRoom-N12-S10-v0",
@@ -587,10 +589,12 @@ def run_summary(log_dir, milestones, reached, measure="success"):
     if measure == "distance":
         return distance_run_summary(log_dir, milestones, reached, config, budget)
     steps, success = episode_arrays(log_dir, "success")
+    return_steps, returns = episode_arrays(log_dir, "env_reward")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
+            "return_at": {str(m): success_at(return_steps, returns, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
@@ -657,14 +661,15 @@ def evaluations_by(runs, measure, policy="greedy"):
     return [e for e in evaluations if e.get("episodes") and e.get(measure) is not None]
 
 
-def method_summary(seeds, milestones):
+def method_summary(seeds, milestones, policy="greedy"):
     """What a method's seeds did together: the mean, min and max success at each milestone over the seeds
     that got there; over the seeds run to their budget, how many solved (first window, and for good), the median
-    steps to either, and the greedy evaluations pooled."""
+    steps to either, and the evaluations of the task's `policy` (greedy; MiniGrid's sampled) pooled."""
     at = over_seeds(list(seeds.values()), "success_at", milestones)
     runs, summary = seeds_summary(seeds)
-    evaluations = evaluations_by(runs, "success_rate")
-    return {**summary, "success_at": at,
+    evaluations = evaluations_by(runs, "success_rate", policy)
+    returns = over_seeds([run for run in seeds.values() if "return_at" in run], "return_at", milestones)
+    return {**summary, "success_at": at, "return_at": returns,
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -1233,7 +1238,8 @@ def summarise(report_dir, milestones):
                "milestones": None if milestones is None else list(milestones), "tasks": {}}
     for task in sorted(rows, key=task_order):
         summary_of = (functools.partial(distance_method_summary, policies=evaluations_of(task))
-                      if task_spec(task)["measure"] == "distance" else method_summary)
+                      if task_spec(task)["measure"] == "distance"
+                      else functools.partial(method_summary, policy=video_policy(task)))
         results["tasks"][task] = {
             method: summary_of({str(seed): run for seed, run in sorted(rows[task][method].items())},
                                measured_steps(task, milestones))
@@ -1394,9 +1400,11 @@ def markdown(results):
     """results.md: per task, the verdict against the paper, a row per method over its seeds, then a row per
     seed."""
     window, sustained = results["window"], results["sustained_window"]
-    by_success = any(task_spec(task)["measure"] == "success" for task in results["tasks"])
+    by_success = [task for task in results["tasks"] if task_spec(task)["measure"] == "success"]
+    goals = sorted({goal_of(task) for task in by_success})
     lines = [] if not by_success else [
-             f"Success: the fraction of the last {window} episodes that reached the vest, at each global step "
+             f"Success: the fraction of the last {window} episodes that reached {' or '.join(goals)}, at each "
+             "global step "
              f"(`-`: the run did not get there); per method the mean over the seeds that got there, and in brackets "
              f"their lowest and highest. First {SOLVED:.0%}: the first {window} episodes with >= {SOLVED:.0%} "
              f"success. Solved for good: from that step to the end of the run every {sustained:,} episodes in a row "
@@ -1426,7 +1434,7 @@ def markdown(results):
                       f"(`{baseline['file']}`).", ""]
         lines += video_lines(results, task)
         lines += ["| method | seeds | set-up | " + " | ".join(short(m) for m in milestones)
-                  + f" | first {SOLVED:.0%} | solved for good | reached the vest | greedy |",
+                  + f" | first {SOLVED:.0%} | solved for good | reached {goal_of(task)} | {video_policy(task)} |",
                   "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
             runs, greedy = summary["runs_finished"], summary.get("greedy")
@@ -1438,16 +1446,30 @@ def markdown(results):
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
+        if task_spec(task).get("returns"):
+            lines += ["", f"Return: the mean game reward of the last {window} episodes at each global step, over the "
+                          "seeds that got there (lowest and highest in brackets).", "",
+                      "| method | " + " | ".join(short(m) for m in milestones) + " |",
+                      "|---" * (len(milestones) + 1) + "|"]
+            for method, summary in methods.items():
+                lines.append(f"| {METHOD_LABELS[method]} | "
+                             + " | ".join(spread(summary["return_at"][str(m)]) for m in milestones) + " |")
         lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
-                                                    "greedy (distinct)"])]
+                                                    f"{video_policy(task)} (distinct)"])]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 last = run.get("last_episodes") or {}
                 lines.append(seed_row(method, seed, run, [rate(run["success_at"].get(str(m))) for m in milestones] + [
                     rate(last.get("success")), steps_or_dash(run["first_solved"]),
-                    steps_or_dash(run.get("sustained_from")), greedy_cell(run["greedy_eval"] or {})]))
+                    steps_or_dash(run.get("sustained_from")),
+                    greedy_cell(run.get(f"{video_policy(task)}_eval") or {})]))
         lines += ["", *restart_lines(methods)]
     return "\n".join(lines)
+
+
+def goal_of(task):
+    """What a success task's episodes reach: the vest on Doom."""
+    return task_spec(task).get("goal", "the vest")
 
 
 def seeds_cell(summary):

@@ -187,6 +187,30 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
+def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
+    """RIDE's measure, the mean game reward over the last 100 episodes at each step, under the success table: seed 0
+    reaches the goal (return 0.6) from its 101st episode, seed 1 from its 151st."""
+    task = "MiniGrid-MultiRoom-N7-S4-v0"
+    for seed, first in ((0, 101), (1, 151)):
+        log_dir = tmp_path / "study" / "runs" / f"{task}-ride-s{seed}"
+        os.makedirs(log_dir)
+        with open(log_dir / "episodes_0.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(HEADER)
+            for index in range(1, 201):
+                reached = int(index >= first)
+                writer.writerow([index * 10_000, 1_000_000 + index, 0, 0.6 * reached, 50, 1.0, 0.6 * reached, 0,
+                                 0.1, reached, "", 3, 4])
+    results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
+                               eval_episodes=0)
+    ride = results["tasks"][task]["ride"]
+    assert ride["seeds"]["0"]["return_at"] == {"1000000": 0.0, "2000000": pytest.approx(0.6)}
+    assert ride["return_at"]["2000000"]["mean"] == pytest.approx(0.45)
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "episodes that reached the goal" in table and "| reached the goal |" in table
+    assert "| RIDE | 0.00 | 0.45 [0.30-0.60] |" in table, table
+
+
 def write_visits(log_dir, count):
     with open(os.path.join(log_dir, "visits_0.csv"), "w", newline="") as handle:
         writer = csv.writer(handle)
