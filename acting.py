@@ -382,7 +382,8 @@ class EpisodeLogger:
     COLUMNS = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated",
                "bonus", *GAME_METRICS]  # a game metric the environment does not report is left empty
     GAME_TAGS = {"success": "global/episode_success", "distance": "global/distance",
-                 "position_x": "global/POSITION_X", "position_y": "global/POSITION_Y"}  # the original's tags
+                 "position_x": "global/POSITION_X", "position_y": "global/POSITION_Y",  # the original's tags
+                 "cells": "global/episode_cells"}
     RECENT = 100  # episodes in mean_return, as a progress bar shows it
 
     def __init__(self, log_dir, task, summary_writer, global_step_fn):

@@ -44,7 +44,7 @@ ATARI_CROP_ROWS = (34, 194)  # universe-starter-agent's crop: the 160x160 playin
 STARTUP_STAGGER_SECONDS = 2.0  # worker i waits i times this before launching a game engine
 
 # What games report in `info`, kept per episode: Doom's success and final position, Mario's farthest distance.
-GAME_METRICS = ("success", "distance", "position_x", "position_y")
+GAME_METRICS = ("success", "distance", "position_x", "position_y", "cells")
 VISIT_EVERY = 4  # where the game reports a position, one in this many steps is logged for visitation maps
 
 FAMILIES = ("doom", "mario", "atari", "minigrid", "gymnasium")
@@ -78,11 +78,13 @@ def import_family(family):
 
 class GameRecord:
     """What a game reported over one episode: GAME_METRICS (the farthest distance; the latest value of the
-    others) and the player's position every VISIT_EVERY steps. Kept by the runner and by playback alike."""
+    others; `cells`, the coverage: how many distinct cells the player stepped into, where the game gives a `cell`)
+    and the player's position every VISIT_EVERY steps. Kept by the runner and by playback alike."""
 
     def __init__(self):
         self.metrics = {}
         self.visits = []  # [(x, y)]
+        self.cells = set()
 
     def observe(self, info, step):
         """The `info` of the episode's `step`-th step (counting from 1)."""
@@ -90,6 +92,9 @@ class GameRecord:
             if key in info:
                 value = float(info[key])
                 self.metrics[key] = max(value, self.metrics.get(key, value)) if key == "distance" else value
+        if "cell" in info:
+            self.cells.add(tuple(info["cell"]))
+            self.metrics["cells"] = float(len(self.cells))
         if "position_x" in info and step % VISIT_EVERY == 1:
             self.visits.append((float(info["position_x"]), float(info["position_y"])))
 
@@ -116,7 +121,7 @@ def _register_minigrid():
 class MiniGridView(gym.Wrapper):
     """The agent's view (7x7 cells ahead of it) in MiniGrid's compact encoding: each cell's object, colour and state
     codes (minigrid.core.constants), as float32 [7, 7, 3]; the mission's text dropped (these tasks have one). `info`
-    holds the agent's cell (position_x / position_y, for coverage and visitation maps) and, at the episode's end,
+    holds the agent's cell (position_x / position_y, and `cell`, for coverage and visitation maps) and, at the end,
     `success`: whether it ended at the goal (MiniGrid ends an episode early, with a reward, only there)."""
 
     def __init__(self, env):
@@ -126,7 +131,7 @@ class MiniGridView(gym.Wrapper):
 
     def _view(self, observation, info):
         x, y = self.env.unwrapped.agent_pos
-        info.update(position_x=int(x), position_y=int(y))
+        info.update(position_x=int(x), position_y=int(y), cell=(int(x), int(y)))
         return np.asarray(observation["image"], np.float32), info
 
     def reset(self, **kwargs):
@@ -171,6 +176,7 @@ DOOM_ACTIONS = ("no-op", "forward", "turn left", "turn right")  # the paper's fo
 # the player at a fixed start.
 DOOM_BUTTONS = ([0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0])
 DOOM_SCREEN_SHAPE = (120, 160)  # RES_160X120, GRAY8
+DOOM_CELL = 64  # map units a side of the squares coverage counts (the side of Doom's floor textures)
 DOOM_GRAY_WEIGHTS = (0.21, 0.72, 0.07)  # ViZDoom's GRAY8: floor(0.21 R + 0.72 G + 0.07 B) of its RGB24 screen
 
 
@@ -201,8 +207,8 @@ class DoomEnv(gym.Env):
     `render()` and the observation is ViZDoom's grayscale of it, the same frame the agent sees in training.
 
     The scenario's config sets the paper's rules: no monsters, +1 for the vest, -0.0001 per tic, 2100-tic
-    timeout (a truncation). `info` holds the player's `position_x` / `position_y` in map units and, when the
-    episode ends, `success`. If the engine process dies, it is relaunched and the episode ends as truncated with
+    timeout (a truncation). `info` holds the player's `position_x` / `position_y` in map units, the `cell` of
+    DOOM_CELL map units it stands in, and, when the episode ends, `success`. If the engine process dies, it is relaunched and the episode ends as truncated with
     `info["engine_restarted"]`, so one crash does not kill the worker.
     """
 
@@ -268,7 +274,8 @@ class DoomEnv(gym.Env):
         self.game.make_action([0, 0, 0, clockwise], 1)
 
     def _info(self):
-        return {"position_x": self.position[0], "position_y": self.position[1]}
+        return {"position_x": self.position[0], "position_y": self.position[1],
+                "cell": (int(self.position[0] // DOOM_CELL), int(self.position[1] // DOOM_CELL))}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

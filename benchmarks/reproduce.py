@@ -168,7 +168,7 @@ EXP_ID_BASE = 420  # the runs' port offsets (train.py --expId); slot i of --para
 # what a run's archive in the report keeps: the episode columns the tables and figures read, and at most this
 # many of its logged positions (every 4th step's are logged: ~3 MB a worker-hour; the heatmap needs far fewer)
 ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", "length", "truncated", "bonus",
-                            "success", "distance")
+                            "success", "distance", "cells")
 ARCHIVED_VISITS = 20_000
 # the archive's two CSVs, compressed (a 5M-step Doom run's episodes are 0.8 MB as text, 0.2 MB so; logdir reads both)
 ARCHIVED_EPISODES, ARCHIVED_POSITIONS = "episodes_all.csv.gz", "visits_all.csv.gz"
@@ -590,11 +590,13 @@ def run_summary(log_dir, milestones, reached, measure="success"):
         return distance_run_summary(log_dir, milestones, reached, config, budget)
     steps, success = episode_arrays(log_dir, "success")
     return_steps, returns = episode_arrays(log_dir, "env_reward")
+    cell_steps, cells = episode_arrays(log_dir, "cells")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "return_at": {str(m): success_at(return_steps, returns, m, reached) for m in milestones},
+            "cells_at": {str(m): success_at(cell_steps, cells, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
@@ -669,7 +671,8 @@ def method_summary(seeds, milestones, policy="greedy"):
     runs, summary = seeds_summary(seeds)
     evaluations = evaluations_by(runs, "success_rate", policy)
     returns = over_seeds([run for run in seeds.values() if "return_at" in run], "return_at", milestones)
-    return {**summary, "success_at": at, "return_at": returns,
+    cells = over_seeds([run for run in seeds.values() if "cells_at" in run], "cells_at", milestones)
+    return {**summary, "success_at": at, "return_at": returns, "cells_at": cells,
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -1446,14 +1449,12 @@ def markdown(results):
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
-        if task_spec(task).get("returns"):
-            lines += ["", f"Return: the mean game reward of the last {window} episodes at each global step, over the "
-                          "seeds that got there (lowest and highest in brackets).", "",
-                      "| method | " + " | ".join(short(m) for m in milestones) + " |",
-                      "|---" * (len(milestones) + 1) + "|"]
+        for key, title, shown in EXTRA_TABLES if task_spec(task).get("returns") else ():
+            lines += ["", title.format(window=window), "", "| method | " + " | ".join(short(m) for m in milestones)
+                      + " |", "|---" * (len(milestones) + 1) + "|"]
             for method, summary in methods.items():
                 lines.append(f"| {METHOD_LABELS[method]} | "
-                             + " | ".join(spread(summary["return_at"][str(m)]) for m in milestones) + " |")
+                             + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
         lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
                                                     f"{video_policy(task)} (distinct)"])]
         for method, summary in methods.items():
@@ -1465,6 +1466,13 @@ def markdown(results):
                     greedy_cell(run.get(f"{video_policy(task)}_eval") or {})]))
         lines += ["", *restart_lines(methods)]
     return "\n".join(lines)
+
+
+# The tables a task with "returns" adds under its success table: (summary key, title, how a value is shown).
+EXTRA_TABLES = (("return_at", "Return: the mean game reward of the last {window} episodes at each global step, over "
+                              "the seeds that got there (lowest and highest in brackets).", rate),
+                ("cells_at", "Coverage: the distinct cells an episode stepped into, the mean of the last {window} "
+                             "episodes at each global step, over the seeds that got there.", lambda v: f"{v:.1f}"))
 
 
 def goal_of(task):

@@ -100,6 +100,7 @@ def test_doom_sparse_variants_start_at_their_fixed_spot(env_id):
         for seed in (0, 1, 2):
             _, info = env.reset(seed=seed)
             assert (info["position_x"], info["position_y"]) == (start.x, start.y)
+            assert info["cell"] == (start.x // envs.DOOM_CELL, start.y // envs.DOOM_CELL)  # floors: -176 is in -3
             assert abs(start.x - spot[0]) < 1 and abs(start.y - spot[1]) < 1
             angle = env.game.get_game_variable(env.vizdoom.GameVariable.ANGLE)
             assert abs((angle - start.angle + 180) % 360 - 180) < 0.01

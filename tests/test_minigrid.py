@@ -39,12 +39,16 @@ def test_the_view_is_the_packages_codes_and_the_episode_reports_success_and_the_
     assert env.observation_space.shape == (7, 7, 3) and observation.dtype == np.float32
     np.testing.assert_array_equal(observation, env.unwrapped.gen_obs()["image"])
     assert (info["position_x"], info["position_y"]) == (1, 1)
-    for action in (FORWARD, FORWARD, RIGHT, FORWARD):
+    record = envs.GameRecord()  # coverage: the distinct cells stepped into
+    for step, action in enumerate((FORWARD, FORWARD, RIGHT, FORWARD), 1):
         observation, reward, terminated, truncated, info = env.step(action)
         assert not (terminated or truncated) and "success" not in info
+        record.observe(info, step)
     _, reward, terminated, _, info = env.step(FORWARD)
+    record.observe(info, 5)
     assert terminated and reward > 0 and info["success"] is True
     assert (info["position_x"], info["position_y"]) == (3, 3)
+    assert record.metrics["cells"] == 4  # (2, 1), (3, 1) twice (the turn), (3, 2), (3, 3)
     env.reset()
     for _ in range(env.unwrapped.max_steps):  # turning in place until the time runs out
         _, _, terminated, truncated, info = env.step(LEFT)

@@ -23,7 +23,7 @@ import reproduce  # noqa: E402
 import status  # noqa: E402
 
 HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "env_reward", "truncated", "bonus",
-          "success", "distance", "position_x", "position_y"]
+          "success", "distance", "position_x", "position_y", "cells"]
 
 
 def write_episodes(log_dir, successes, step_every=10_000, workers=2):
@@ -37,7 +37,7 @@ def write_episodes(log_dir, successes, step_every=10_000, workers=2):
     for index, success in enumerate(successes, 1):
         task = index % workers
         writers[task].writerow([index * step_every, 1_000_000 + index, task, success, 100, 1.0, success, 0, 0.0,
-                                success, "", "", ""])
+                                success, "", "", "", ""])
     for handle in handles:
         handle.close()
 
@@ -49,7 +49,8 @@ def write_distances(log_dir, distances, step_every=10_000):
         writer = csv.writer(handle)
         writer.writerow(HEADER)
         for index, distance in enumerate(distances, 1):
-            writer.writerow([index * step_every, 1_000_000 + index, 0, 0, 500, 1.0, 0, 0, 0.0, "", distance, "", ""])
+            writer.writerow([index * step_every, 1_000_000 + index, 0, 0, 500, 1.0, 0, 0, 0.0, "", distance, "", "",
+                             ""])
 
 
 def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
@@ -188,8 +189,8 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
 
 
 def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
-    """RIDE's measure, the mean game reward over the last 100 episodes at each step, under the success table: seed 0
-    reaches the goal (return 0.6) from its 101st episode, seed 1 from its 151st."""
+    """RIDE's measure, the mean game reward over the last 100 episodes at each step, and the coverage under the
+    success table: seed 0 reaches the goal (return 0.6, 30 cells) from its 101st episode, seed 1 from its 151st."""
     task = "MiniGrid-MultiRoom-N7-S4-v0"
     for seed, first in ((0, 101), (1, 151)):
         log_dir = tmp_path / "study" / "runs" / f"{task}-ride-s{seed}"
@@ -200,7 +201,7 @@ def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
             for index in range(1, 201):
                 reached = int(index >= first)
                 writer.writerow([index * 10_000, 1_000_000 + index, 0, 0.6 * reached, 50, 1.0, 0.6 * reached, 0,
-                                 0.1, reached, "", 3, 4])
+                                 0.1, reached, "", 3, 4, 10 + 20 * reached])
     results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
                                eval_episodes=0)
     ride = results["tasks"][task]["ride"]
@@ -209,6 +210,9 @@ def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
     table = (tmp_path / "report" / "results.md").read_text()
     assert "episodes that reached the goal" in table and "| reached the goal |" in table
     assert "| RIDE | 0.00 | 0.45 [0.30-0.60] |" in table, table
+    # coverage: 10 cells an episode before the goal, 30 after: 30 and 20 at 2M
+    assert ride["seeds"]["1"]["cells_at"] == {"1000000": 10.0, "2000000": 20.0}
+    assert "| RIDE | 10.0 | 25.0 [20.0-30.0] |" in table, table
 
 
 def write_visits(log_dir, count):
