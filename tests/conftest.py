@@ -121,3 +121,11 @@ def unexpected_skips():
 def pytest_sessionfinish(session, exitstatus):
     if unexpected_skips() and os.environ.get("CURIOSITY_FAIL_ON_SKIP") and exitstatus == 0:
         session.exitstatus = 1
+
+
+def episode_line(*values):
+    """One row of an episodes CSV as the episode logger writes it now: `values` from the first column on, the rest
+    of the columns empty (the game's metrics, which these rows do not report)."""
+    from acting import EpisodeLogger
+
+    return ",".join(map(str, values + ("",) * (len(EpisodeLogger.COLUMNS) - len(values)))) + "\n"

@@ -16,7 +16,7 @@ import pytest
 import constants
 import logdir
 import status
-from conftest import ROOT, side_by_side
+from conftest import ROOT, episode_line, side_by_side
 
 
 def test_double_dqn_targets_by_hand(graph):
@@ -256,7 +256,8 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
 
     # as if the run had gone on past its checkpoint at 2,000 before it was killed: the resume sets those episodes aside
     with open(log_dir / "episodes_0.csv", "a") as handle:
-        handle.write("2100,1795000000.000,0,0,7,0.1,0,0,0,,,,\n2150,1795000001.000,0,1,7,0.1,1,0,0,,,,\n")
+        handle.write(episode_line(2100, "1795000000.000", 0, 0, 7, 0.1, 0, 0, 0)
+                     + episode_line(2150, "1795000001.000", 0, 1, 7, 0.1, 1, 0, 0))
 
     # a larger budget resumes; Ctrl-C writes a checkpoint at the step reached, between two evaluations
     with open(tmp_path / "train.log", "w") as output:
@@ -386,7 +387,7 @@ def test_apex_cluster_fills_the_replay_trains_at_the_replay_ratio_and_resumes(tm
     assert int(latest.rsplit("-", 1)[1]) >= 3000 and updates == learner["updates"] > 100
 
     with open(log_dir / "episodes_1.csv", "a") as handle:  # as if a-1 had played past the learner's checkpoint
-        handle.write(f"{10**9},1795000000.000,1,0,7,0.1,0,0,0,,,,\n")
+        handle.write(episode_line(10**9, "1795000000.000", 1, 0, 7, 0.1, 0, 0, 0))
     # a larger budget resumes; the learner killed alone once the actors feed it, the supervisor starts it and the
     # actors (whose sessions held its variables) again, and they reconnect to it and play the run to its end
     with open(tmp_path / "more.log", "w") as output:

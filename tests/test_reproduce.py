@@ -101,7 +101,7 @@ def test_the_icms_lead_over_a3c_is_welchs_test_over_seeds_and_the_flags_are_coun
         write_distances(out / "runs" / f"mario-icm-s{seed}", [icm] * 150)
         write_distances(out / "runs" / f"mario-a3c-s{seed}", [a3c] * 150)
     with open(out / "runs" / "mario-icm-s1" / "episodes_0.csv", "a", newline="") as handle:  # two flags, seed 1
-        csv.writer(handle).writerows([[1_510_000 + i, 2_000_000 + i, 0, 0, 500, 1.0, 0, 0, 0.0, 1, 3161, "", ""]
+        csv.writer(handle).writerows([[1_510_000 + i, 2_000_000 + i, 0, 0, 500, 1.0, 0, 0, 0.0, 1, 3161, "", "", ""]
                                       for i in range(2)])
     results = reproduce.report(str(out), str(tmp_path / "report"), [1_500_000], eval_episodes=0)
     lead = results["verdicts"]["mario"]["lead"]
@@ -1038,7 +1038,7 @@ def test_a_run_carried_in_the_report_resumes_on_another_machine_from_its_checkpo
         with open(os.path.join(log_dir, "episodes_0.csv"), "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(HEADER)
-            writer.writerows([step, 2_000_000 + step, 0, 0, 100, 1.0, 0, 0, 0.0, 0, "", "", ""]
+            writer.writerows([step, 2_000_000 + step, 0, 0, 100, 1.0, 0, 0, 0.0, 0, "", "", "", ""]
                              for step in range(260_000, 1_000_001, 10_000))
         with open(os.path.join(log_dir, "visits_0.csv"), "w", newline="") as handle:
             csv.writer(handle).writerows([["global_step", "worker", "episode", "x", "y"]] + [
