@@ -95,10 +95,10 @@ def test_a3c_with_rnd_and_dqn_with_e3b_train_on_a_minigrid_task(tmp_path):
     minigrid head; each run checkpoints."""
     from conftest import side_by_side
 
-    task = ["--num-workers", "0", "--env-id", "MiniGrid-MultiRoom-N2-S4-v0", "--set", "max_global_steps=1500"]
+    task = ["--num-workers", "0", "--env-id", "MiniGrid-MultiRoom-N2-S4-v0", "--set", "max_global_steps=800"]
     runs = {"a3c": [*task, "--algo", "a3c", "--unsup", "rnd", "--set", "envs_per_worker=4",
                     "--set", "rnd_warm_up_steps=100"],
-            "dqn": [*task, "--algo", "dqn", "--unsup", "e3b", "--set", "learning_starts=300",
+            "dqn": [*task, "--algo", "dqn", "--unsup", "e3b", "--set", "learning_starts=200",
                     "--set", "replay_ratio=8", "--set", "batch_size=32"]}
     results = side_by_side("train.py", *([*argv, "--log-dir", tmp_path / algo] for algo, argv in runs.items()))
     for algo, result in zip(runs, results):
