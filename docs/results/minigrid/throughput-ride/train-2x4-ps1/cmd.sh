@@ -1,7 +1,0 @@
-#!/usr/bin/env bash
-# curiosity-agent run 'a3c' in child mode
-# The supervisor starts, and restarts, these (supervised.json):
-#   ps: nsenter --target=30946 --user --net --preserve-credentials -- /work/main/.venv/bin/python /work/main/worker.py --ps-hosts 127.0.0.1:47222 --worker-hosts 127.0.0.1:47223,127.0.0.1:47224 --log-dir /work/main/docs/results/minigrid/throughput-ride/train-2x4-ps1 --job-name ps --task 0 --env-id MiniGrid-MultiRoom-N7-S4-v0 --design-head minigrid --unsup ride --set envs_per_worker=4
-#   w-0: nsenter --target=30946 --user --net --preserve-credentials -- /work/main/.venv/bin/python /work/main/worker.py --ps-hosts 127.0.0.1:47222 --worker-hosts 127.0.0.1:47223,127.0.0.1:47224 --log-dir /work/main/docs/results/minigrid/throughput-ride/train-2x4-ps1 --job-name worker --task 0 --env-id MiniGrid-MultiRoom-N7-S4-v0 --design-head minigrid --unsup ride --set envs_per_worker=4
-#   w-1: nsenter --target=30946 --user --net --preserve-credentials -- /work/main/.venv/bin/python /work/main/worker.py --ps-hosts 127.0.0.1:47222 --worker-hosts 127.0.0.1:47223,127.0.0.1:47224 --log-dir /work/main/docs/results/minigrid/throughput-ride/train-2x4-ps1 --job-name worker --task 1 --env-id MiniGrid-MultiRoom-N7-S4-v0 --design-head minigrid --unsup ride --set envs_per_worker=4
-nohup /work/main/.venv/bin/python /work/main/train.py --supervise --log-dir /work/main/docs/results/minigrid/throughput-ride/train-2x4-ps1 > /work/main/docs/results/minigrid/throughput-ride/train-2x4-ps1/supervisor.out 2>&1 &
