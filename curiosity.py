@@ -765,14 +765,16 @@ class ModulatedNearestNeighbourBonus(NearestNeighbourBonus):
     RND's error on s_t+1 (ModulatedMemory); RND's predictor trains beside the inverse model, its target and
     observation statistics are state, as `rnd`'s are. Each step's row: [RND error, embedding...]."""
 
-    def step_rows(self):
-        self.networks = RandomNetworks(self.s2, self.head)
-        return tf.concat([self.networks.error[:, None], self.phi2], 1)  # [N, 1 + F]
-
     def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
-        super().__init__(observation_shape, num_actions, design_head, unsup)
+        super().__init__(observation_shape, num_actions, design_head, unsup)  # builds self.networks (step_rows)
         self.state_variables = self.networks.state_variables
         self.errors = ErrorStatistics()
+
+    def step_rows(self):
+        """Called by EmbeddingMemoryBonus.__init__ once s_t+1 and phi exist: RND's networks are built here, on s_t+1,
+        so that its predictor's variables are among the bonus's var_list."""
+        self.networks = RandomNetworks(self.s2, self.head)
+        return tf.concat([self.networks.error[:, None], self.phi2], 1)  # [N, 1 + F]
 
     def memory(self):
         return ModulatedMemory(super().memory(), self.errors)

@@ -208,8 +208,9 @@ class DoomEnv(gym.Env):
 
     The scenario's config sets the paper's rules: no monsters, +1 for the vest, -0.0001 per tic, 2100-tic
     timeout (a truncation). `info` holds the player's `position_x` / `position_y` in map units, the `cell` of
-    DOOM_CELL map units it stands in, and, when the episode ends, `success`. If the engine process dies, it is relaunched and the episode ends as truncated with
-    `info["engine_restarted"]`, so one crash does not kill the worker.
+    DOOM_CELL map units it stands in, and, when the episode ends, `success`. If the engine process dies, it is
+    relaunched and the episode ends as truncated with `info["engine_restarted"]`, so one crash does not kill the
+    worker.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 35}

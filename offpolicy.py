@@ -513,9 +513,9 @@ class LocalRun:
     def evaluate(self, session, interrupt, step):
         """An evaluation (evaluation.py's, as demo.py --watch makes a cluster's): eval_episodes episodes played as
         the agent evaluates (DQN: at eval_epsilon; SAC: the policy's mean) on an environment of its own, each
-        begun with up to envs.evaluation_random_start random actions (on images but MiniGrid's) and written into test_episodes/,
-        their frames into eval_NNN/ with --eval-frames; its summary (evaluation.summarise), or None when Ctrl-C cut
-        it short."""
+        begun with up to envs.evaluation_random_start random actions (on images but MiniGrid's) and written into
+        test_episodes/, their frames into eval_NNN/ with --eval-frames; its summary (evaluation.summarise), or None
+        when Ctrl-C cut it short."""
         env = self.make_env("rgb_array" if self.eval_frames else None)
         rng = np.random.default_rng([self.config.seed, step])  # its own: the training's draws stay as they were
         player = EvaluationAgent(self.agent, session, self.dtype, rng)

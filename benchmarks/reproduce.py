@@ -545,9 +545,18 @@ def run_all(args, launch=subprocess.Popen):
 
 def episode_arrays(log_dir, column):
     """(global steps, values of `column`) of the run's episodes that have it, ordered by global step."""
-    rows = logdir.episode_rows(log_dir, column)
-    return (np.array([int(row["global_step"]) for row in rows], dtype=np.int64),
-            np.array([float(row[column]) for row in rows]))
+    return episode_columns(log_dir, column)[0]
+
+
+def episode_columns(log_dir, *columns):
+    """episode_arrays of each of `columns`, from one read of the run's episode CSVs."""
+    rows = logdir.episode_rows(log_dir)  # every episode, ordered by global step
+    arrays = []
+    for column in columns:
+        having = [row for row in rows if row.get(column, "") != ""]
+        arrays.append((np.array([int(row["global_step"]) for row in having], dtype=np.int64),
+                       np.array([float(row[column]) for row in having])))
+    return arrays
 
 
 def success_at(steps, success, milestone, reached=None, window=WINDOW):
@@ -588,9 +597,8 @@ def run_summary(log_dir, milestones, reached, measure="success"):
     budget = budget_of(config)
     if measure == "distance":
         return distance_run_summary(log_dir, milestones, reached, config, budget)
-    steps, success = episode_arrays(log_dir, "success")
-    return_steps, returns = episode_arrays(log_dir, "env_reward")
-    cell_steps, cells = episode_arrays(log_dir, "cells")
+    (steps, success), (return_steps, returns), (cell_steps, cells) = episode_columns(log_dir, "success", "env_reward",
+                                                                                      "cells")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
@@ -606,8 +614,7 @@ def run_summary(log_dir, milestones, reached, measure="success"):
 def distance_run_summary(log_dir, milestones, reached, config, budget):
     """A run measured by distance (Mario): the mean of its episodes' farthest distances over the last WINDOW
     episodes at each milestone and at its end, and the farthest of any episode."""
-    steps, distance = episode_arrays(log_dir, "distance")
-    _, flags = episode_arrays(log_dir, "success")
+    (steps, distance), (_, flags) = episode_columns(log_dir, "distance", "success")
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(distance)), "goals": int(flags.sum()),
             "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
