@@ -26,7 +26,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from model import (HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten, inverse_universe_head, linear,
+from model import (CODE_HEADS, HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten, inverse_universe_head, linear,
                    mlp_head, normalized_columns_initializer, trainable_variables, universe_head, variables_since)
 
 tf1 = tf.compat.v1
@@ -529,6 +529,9 @@ class RandomNetworkDistillation(Curiosity):
 
 E3B_RIDGE = 0.1  # E3B's lambda: each episode's covariance starts as lambda I (Henaff et al. 2022's default)
 SIMHASH_BITS = 32  # SimHash's k: the bits of a state's code (Tang et al. 2017 used 64 to 256 on Atari)
+# RIDE's weights of its forward and inverse losses on the shared embedding (its code's forward_loss_coef 10 and
+# inverse_loss_coef 0.1), as the forward model's share of their sum
+RIDE_FORWARD_SHARE = 10.0 / (10.0 + 0.1)
 
 
 class EllipticalMemory:
@@ -548,6 +551,11 @@ class EllipticalMemory:
         return bonus
 
 
+def observation_size(observations):
+    """The number of values in one of `observations` [N, ...]."""
+    return int(np.prod(observations.get_shape().as_list()[1:]))
+
+
 class SimHash:
     """Tang et al. (2017)'s locality-sensitive code of a state: the signs of a fixed Gaussian projection of its
     features, sgn(A g(s)) with A [k, D] ~ N(0, 1), as a hashable key."""
@@ -559,9 +567,20 @@ class SimHash:
         return np.packbits(self.projection @ np.asarray(features, np.float64).ravel() > 0).tobytes()
 
 
+def observation_key(head, size):
+    """The key a state's observation (flattened, `size` values) is counted under: its exact values where the head
+    reads discrete codes (MiniGrid: RIDE's code counts the 7x7 view itself), else its SimHash code (Tang et al.'s
+    pixel variant: on pixels nearly every frame is new, and near ones should share a count)."""
+    return exact_key if head in CODE_HEADS else SimHash(size)
+
+
+def exact_key(features):
+    return np.asarray(features, np.float32).tobytes()
+
+
 class CountMemory:
-    """Pseudo-counts of SimHash codes (Tang et al. 2017): the bonus of a state is 1 / sqrt(n(code)) once it is
-    counted. Lifelong in each process (not reset with the episode), as theirs."""
+    """Counts of states under a key (`hasher`: SimHash's codes for Tang et al. 2017's pseudo-counts): the bonus of a
+    state is 1 / sqrt(n(key)) once it is counted. Lifelong in each process when kept for its life, as theirs."""
 
     def __init__(self, hasher):
         self.hasher, self.counts = hasher, {}
@@ -609,8 +628,8 @@ class NearestNeighbourMemory:
 
 
 class ImpactMemory(CountMemory):
-    """RIDE's episodic count: a step's row [impact, embedding...] earns impact / sqrt(n), n the episode's visits of
-    the embedding's SimHash code so far, this one included."""
+    """RIDE's episodic count: a step's row [impact, observation...] earns impact / sqrt(n), n the episode's visits
+    of the observation's key so far, this one included."""
 
     def visit(self, row):
         return float(row[0]) * super().visit(row[1:])
@@ -701,17 +720,23 @@ class EllipticalBonus(EmbeddingMemoryBonus):
 
 class ImpactBonus(EmbeddingMemoryBonus):
     """RIDE (Raileanu and Rocktaschel 2020): the impact ||phi(s_t+1) - phi(s_t)||_2 of each step, phi trained by
-    the ICM's inverse and forward losses, divided by sqrt(N_episode(s_t+1)), the count of s_t+1 in the episode so
-    far (its SimHash code: the embeddings are not the discrete states RIDE's grids have)."""
+    the ICM's inverse and forward losses in RIDE's proportion (RIDE_FORWARD_SHARE), divided by sqrt(N_episode(s_t+1)),
+    the count of s_t+1's observation in the episode so far (observation_key)."""
 
     forward = True
 
     def step_rows(self):
         impact = tf.norm(self.phi2 - self.phi1, axis=1, keepdims=True)  # [N, 1]
-        return tf.concat([impact, self.phi2], 1)  # [N, 1 + F]
+        return tf.concat([impact, flatten(self.s2)], 1)  # [N, 1 + size of an observation]
 
     def memory(self):
-        return ImpactMemory(SimHash(self.feature_size))
+        return ImpactMemory(observation_key(self.head, observation_size(self.s2)))
+
+    def training_loss(self, config):
+        """prediction_lr_scale x ((1 - RIDE_FORWARD_SHARE) x inverse + RIDE_FORWARD_SHARE x forward): RIDE's
+        embedding is shaped mostly by the forward model, the inverse model keeping it from collapsing."""
+        return config.prediction_lr_scale * ((1.0 - RIDE_FORWARD_SHARE) * self.inverse_loss
+                                             + RIDE_FORWARD_SHARE * self.forward_loss)
 
 
 class NearestNeighbourBonus(EmbeddingMemoryBonus):
@@ -795,14 +820,17 @@ class ModulatedNearestNeighbourBonus(NearestNeighbourBonus):
 
 
 class CountBonus(EmbeddingMemoryBonus):
-    """Pseudo-counts of the states' SimHash codes (Tang et al. 2017): 1 / sqrt(n(code of s_t+1)), counted over
-    each process's life; the code is taken of the learned embedding (their learned-hash variant) rather than of
-    the pixels."""
+    """Counts of the states' observations (Tang et al. 2017): 1 / sqrt(n(s_t+1)), counted over each process's life
+    under observation_key (exact on MiniGrid's codes, as RIDE's count baseline; SimHash codes of the pixels
+    elsewhere). The encoder and inverse model it inherits train but do not enter the bonus."""
 
     memory_of_episode = False
 
+    def step_rows(self):
+        return flatten(self.s2)  # [N, size of an observation]
+
     def memory(self):
-        return CountMemory(SimHash(self.feature_size))
+        return CountMemory(observation_key(self.head, observation_size(self.s2)))
 
 
 BONUSES = {"action": StateActionPredictor, "state": StatePredictor, "stateAenc": StatePredictor,

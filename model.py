@@ -116,6 +116,7 @@ def doom_head(x):
 
 
 MINIGRID_CODES = (11, 6, 3)  # how many values each of a MiniGrid cell's codes takes: object, colour, state
+CODE_HEADS = ("minigrid",)  # heads whose observations are discrete codes: a state there can be counted exactly
 MINIGRID_CONVS = 3
 
 

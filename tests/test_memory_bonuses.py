@@ -108,7 +108,7 @@ def test_an_episodic_memory_is_new_with_each_episode_and_the_counts_last_the_pro
 
 
 @pytest.mark.parametrize("unsup", ["e3b", "ride", "ngu", "ngu_rnd", "counts"])
-def test_a_memory_bonus_gives_its_memory_the_embedding_and_trains_phi_without_the_policy(unsup):
+def test_a_memory_bonus_gives_its_memory_what_it_reads_and_trains_phi_without_the_policy(unsup):
     with tf.Graph().as_default():
         module = curiosity.build(unsup, (6,), 3, "mlp")
         rows = module.bonus_per_step
@@ -120,18 +120,44 @@ def test_a_memory_bonus_gives_its_memory_the_embedding_and_trains_phi_without_th
         with tf1.Session() as session:
             session.run(tf1.global_variables_initializer())
             rng = np.random.default_rng(0)
-            feed = module.feed(rng.normal(size=(4, 6)), rng.normal(size=(4, 6)), [0, 1, 2, 0])
+            next_observations = rng.normal(size=(4, 6))
+            feed = module.feed(rng.normal(size=(4, 6)), next_observations, [0, 1, 2, 0])
             values, phi1, phi2 = session.run([rows, module.phi1, module.phi2], feed)
             errors = session.run(first.error, feed) if first is not None else None
     if unsup == "ride":
         np.testing.assert_allclose(values[:, 0], np.linalg.norm(phi2 - phi1, axis=1), rtol=1e-5)
-        np.testing.assert_allclose(values[:, 1:], phi2)
+        np.testing.assert_allclose(values[:, 1:], next_observations, rtol=1e-6)  # counted: the observation
+    elif unsup == "counts":
+        np.testing.assert_allclose(values, next_observations, rtol=1e-6)
     elif unsup == "ngu_rnd":
         assert np.all(errors > 0)
         np.testing.assert_allclose(values[:, 0], errors, rtol=1e-6)
         np.testing.assert_allclose(values[:, 1:], phi2)
     else:
         np.testing.assert_allclose(values, phi2)
+
+
+def test_ride_counts_minigrids_views_exactly_and_shapes_phi_mostly_by_its_forward_model():
+    """RIDE's code counts the 7x7 view itself: a view seen again divides the impact by sqrt(2), whatever the
+    embedding; its embedding takes the forward loss 100 times the inverse loss (coefficients 10 and 0.1)."""
+    from constants import Config
+    with tf.Graph().as_default():
+        module = curiosity.build("ride", (7, 7, 3), 7, "minigrid")
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            rng = np.random.default_rng(1)
+            views = rng.integers(0, 3, size=(3, 7, 7, 3)).astype(np.float32)
+            views[2] = 2 * views[1]  # another view, which SimHash would count under view 1's code (the same signs)
+            feed = module.feed(views[[0, 1, 2]], views[[1, 2, 1]], [0, 1, 2])  # s_t+1: view 1, view 2, view 1 again
+            rows = session.run(module.bonus_per_step, feed)
+            config = Config(prediction_lr_scale=1.0)
+            loss, inverse, forward = session.run([module.training_loss(config), module.inverse_loss,
+                                                  module.forward_loss], feed)
+    memory = module.memory()
+    assert [memory.visit(row) for row in rows] == pytest.approx([rows[0, 0], rows[1, 0], rows[2, 0] / np.sqrt(2)])
+    assert loss == pytest.approx((0.1 * inverse + 10.0 * forward) / 10.1, rel=1e-5)
+    # elsewhere (pixels) the key is the observation's SimHash code: near frames share a count
+    assert isinstance(curiosity.observation_key("doom", 42 * 42), curiosity.SimHash)
 
 
 MEMORY_BONUSES = ("e3b", "ride", "ngu", "ngu_rnd", "counts")
