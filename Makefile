@@ -4,6 +4,8 @@
 PYTHON ?=
 VENV ?= .venv
 TESTS ?= tests
+# the tests make test leaves out: the fault runs, a benchmark of recovery of their own (make test-faults)
+MARKS ?= not fault
 WORKERS ?= 2
 ENV ?= doom
 UNSUP ?= action
@@ -12,7 +14,7 @@ ARGS ?=
 # runs' processes importing TensorFlow and waiting on one another, which two at a time overlap on 2 cores
 TEST_PROCESSES ?= 2
 
-.PHONY: venv train test bench-throughput bench-cartpole clean
+.PHONY: venv train test test-faults bench-throughput bench-cartpole clean
 
 venv:
 	@tools/venv.sh ensure "$(VENV)" "$(PYTHON)"
@@ -22,7 +24,10 @@ train: venv
 	$(VENV)/bin/python train.py --num-workers $(WORKERS) --env-id $(ENV) --unsup $(UNSUP) $(ARGS)
 
 test: venv
-	$(VENV)/bin/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=10 $(TESTS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=10 -m "$(MARKS)" $(TESTS)
+
+test-faults: venv
+	$(VENV)/bin/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=10 -m fault tests
 
 bench-throughput: venv
 	$(VENV)/bin/python benchmarks/throughput.py $(ARGS)

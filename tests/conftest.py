@@ -42,10 +42,11 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def side_by_side(script, *argvs):
-    """The project's `script` (demo.py, train.py) with each of `argvs`, all at once (each spends seconds importing
-    TensorFlow): their results, as subprocess.run gives them."""
-    started = [subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, argv)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    """The project's `script` (demo.py, train.py) with each of `argvs`, all at once, each forked from the preloaded
+    process (tests/preloaded.py: TensorFlow imported once): their results, as subprocess.run gives them."""
+    import preloaded
+
+    started = [preloaded.start(script, *argv) for argv in argvs]
     try:
         outputs = [process.communicate(timeout=300) for process in started]
         return [subprocess.CompletedProcess(process.args, process.returncode, *output)

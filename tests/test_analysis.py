@@ -7,7 +7,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -22,6 +21,7 @@ import demo as playback
 import evaluation
 import logdir
 import plots
+import preloaded
 import status
 
 tf1 = tf.compat.v1
@@ -90,10 +90,8 @@ def test_ctrl_c_during_playback_keeps_the_episodes_played(cartpole_run, tmp_path
     import signal
 
     log = tmp_path / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", str(cartpole_run),
-                                    "--episodes", "100000", "--out", str(tmp_path / "out")], stdout=output,
-                                   stderr=subprocess.STDOUT, text=True)
+    process = preloaded.start("demo.py", "--log-dir", cartpole_run, "--episodes", "100000", "--out",
+                              tmp_path / "out", output=log)
     try:
         deadline = time.time() + 120
         while "episode 2:" not in log.read_text():
@@ -399,8 +397,7 @@ def test_plots_to_an_unwritable_folder_is_a_one_line_error(tmp_path, capsys):
 def test_status_and_playback_answer_bad_input_in_one_line(tmp_path, script, argv, expected):
     (tmp_path / "cut").mkdir()
     (tmp_path / "cut" / "config.json").write_text('{"run": {"env_id": "CartPole-v1"')
-    result = subprocess.run([sys.executable, os.path.join(ROOT, script), *(a.format(tmp=tmp_path) for a in argv)],
-                            capture_output=True, text=True, timeout=120)
+    result = preloaded.run(script, *(a.format(tmp=tmp_path) for a in argv), timeout=120)
     assert result.returncode == 2 and expected in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(f"{script}: error: ") and "Traceback" not in result.stderr
 

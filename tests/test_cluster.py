@@ -98,6 +98,7 @@ def run_to_the_end(launchers, log_dirs, digest):
     return outputs
 
 
+@pytest.mark.fault
 def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_are_killed(two_machines, tmp_path):
     a, b = two_machines["a"], two_machines["b"]
     spec = {"ps": [f"{a}:2222"], "worker": [f"{a}:2223", f"{b}:2222"]}
@@ -139,6 +140,7 @@ def test_one_run_across_two_machines_trains_checkpoints_and_resumes_after_all_ar
     assert not train.run_processes(str(log_a)) and not train.run_processes(str(log_b))
 
 
+@pytest.mark.fault
 def test_apex_across_two_machines_fills_the_learners_replay_from_both_and_resumes_after_all_are_killed(
         two_machines, tmp_path):
     """Machine A runs the learner and actor 0, machine B actor 1, from one cluster file of the learner and actor

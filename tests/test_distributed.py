@@ -78,6 +78,7 @@ def wait_for(condition, seconds, what):
     assert condition(), f"{what}: not within {seconds} s"
 
 
+@pytest.mark.fault
 def test_an_isolated_run_opens_no_port_here_and_its_killed_processes_come_back(tmp_path):
     # One run for both (each launch costs ~10 s of TensorFlow imports on 2 cores): first its isolation, then
     # its faults.
@@ -144,6 +145,7 @@ def test_an_isolated_run_opens_no_port_here_and_its_killed_processes_come_back(t
     assert train.run_processes(str(log_dir)) == {}, "kill.sh stops the holder too"
 
 
+@pytest.mark.fault
 def test_sigterm_to_the_launcher_stops_the_whole_run_with_a_final_checkpoint(tmp_path):
     # what `timeout 600 train.py --mode child ...` or a scheduler does; it used to leave the run training
     log_dir = tmp_path / "run"
@@ -223,6 +225,7 @@ def test_a_run_trained_by_both_workers_counts_their_steps_and_checkpoints(a3c_ru
     assert (log_dir / "kill.sh").exists() and (log_dir / "cmd.sh").exists()
 
 
+@pytest.mark.fault
 def test_a_copied_run_resumes_from_its_own_checkpoint_and_a_corrupt_one_is_refused(a3c_run, tmp_path):
     # The run is relaunched from a copy in another place (as one carried to another machine): it resumes from
     # the copy's checkpoints, and the original's stay as they were.
@@ -396,6 +399,7 @@ cp -r "$DISK/run" "$OUT/run"
 """
 
 
+@pytest.mark.fault
 def test_a_full_or_read_only_disk_stops_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path):
     """The log directory's filesystem fills up, or turns read-only, under a running run (a filesystem of its own
     in a user and mount namespace): the run stops with one line, leaves no process, and the checkpoint it names

@@ -15,6 +15,7 @@ import pytest
 
 import constants
 import logdir
+import preloaded
 import status
 from conftest import ROOT, episode_line, side_by_side
 
@@ -200,8 +201,7 @@ def test_exploration_decays_linearly_then_stays():
 
 
 def train_py(*args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), *args], capture_output=True, text=True,
-                          timeout=300)
+    return preloaded.run("train.py", *args, timeout=300)
 
 
 CORRIDOR = ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--eval-every", "500",
@@ -260,10 +260,8 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
                      + episode_line(2150, "1795000001.000", 0, 1, 7, 0.1, 1, 0, 0))
 
     # a larger budget resumes; Ctrl-C writes a checkpoint at the step reached, between two evaluations
-    with open(tmp_path / "train.log", "w") as output:
-        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *CORRIDOR, "--log-dir",
-                                    str(log_dir), "--eval-every", "1000", "--set", "max_global_steps=200000"],
-                                   stdout=output, stderr=subprocess.STDOUT, text=True)
+    process = preloaded.start("train.py", *CORRIDOR, "--log-dir", log_dir, "--eval-every", "1000", "--set",
+                              "max_global_steps=200000", output=tmp_path / "train.log")
     try:
         deadline = time.time() + 120
         # 1,400 steps or more on, and the heartbeat beats while it trains
@@ -295,9 +293,8 @@ def test_one_process_mode_learns_a_corridor_logs_stops_on_ctrl_c_and_resumes(tmp
     assert saved == beat["global_step"] > 3000, (saved, beat["global_step"])  # the step Ctrl-C found it at
 
     # demo.py plays its checkpoint: argmax Q walks the corridor
-    demo = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--log-dir", str(log_dir), "--greedy",
-                           "--episodes", "2", "--out", str(tmp_path / "demo")], capture_output=True, text=True,
-                          timeout=120)
+    demo = preloaded.run("demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "2", "--out", tmp_path / "demo",
+                         timeout=120)
     assert demo.returncode == 0, demo.stderr[-2000:]
     summary = json.load(open(tmp_path / "demo" / "summary.json"))
     assert summary["global_step"] == saved and summary["mean_reward"] == 1.0 and summary["policy"] == "greedy"

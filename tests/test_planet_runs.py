@@ -7,17 +7,13 @@ import pytest
 import tensorflow as tf
 
 import planet
+import preloaded
 
 tf1 = tf.compat.v1
 
 
 def train_py(*args):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    return subprocess.run([sys.executable, f"{ROOT}/train.py", *args], capture_output=True, text=True, timeout=280)
+    return preloaded.run("train.py", *args, timeout=280)
 
 
 TINY = ["--algo", "planet", "--env-id", "Pendulum-v1", "--eval-every", "400", "--eval-episodes", "2",
@@ -40,10 +36,6 @@ def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(plann
     count); demo.py plays the checkpoint with the planner. (Not whether it learns: tests/test_planet's model test
     and the benchmark measure that.)"""
     import json
-    import subprocess
-    import sys
-
-    from conftest import ROOT
 
     log_dir, result = planner_run
     assert result.returncode == 0, result.stderr[-3000:]
@@ -58,8 +50,8 @@ def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(plann
     assert result.returncode == 0, result.stderr[-3000:]
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     assert "resumed from" in result.stderr and tf.train.load_variable(latest, "updates") == 12
-    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
-                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    played = preloaded.run("demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "1", "--out", tmp_path / "demo",
+                           timeout=200)
     assert played.returncode == 0, played.stderr[-2000:]
     summary = json.load(open(tmp_path / "demo" / "summary.json"))
     assert summary["episodes"] == 1 and summary["mean_length"] == 200
@@ -69,10 +61,6 @@ def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
     """Pendulum-v1-pixels: the episodes stored as 64x64x3 uint8 frames (a quarter of float32's bytes), the model's
     convolutions in the checkpoint, an evaluation, and demo.py's playback of the checkpoint from pixels."""
     import json
-    import subprocess
-    import sys
-
-    from conftest import ROOT
 
     log_dir = tmp_path / "run"
     result = train_py(*TINY, "--env-id", "Pendulum-v1-pixels", "--log-dir", str(log_dir), "--set", "cnn_depth=2",
@@ -88,8 +76,8 @@ def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
 
     strip = cv2.imread(str(log_dir / "predictions" / "open_loop_000000400.png"))
     assert strip.shape == (2 * 64, 30 * 64, 3), "the truth above the open-loop prediction, 30 frames"
-    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
-                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    played = preloaded.run("demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "1", "--out", tmp_path / "demo",
+                           timeout=200)
     assert played.returncode == 0, played.stderr[-2000:]
     assert json.load(open(tmp_path / "demo" / "summary.json"))["mean_length"] == 200
 
@@ -116,12 +104,9 @@ def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fre
     variable of the world model holds the checkpoint's value, the latent SAC's are new (and logged as fresh), its
     critics' targets start as the critics; the run from the command line trains it and demo.py plays its actor."""
     import logging
-    import subprocess
-    import sys
 
     import constants
     import envs
-    from conftest import ROOT
 
     source, result = planner_run
     assert result.returncode == 0, result.stderr[-3000:]
@@ -154,6 +139,6 @@ def test_the_latent_sac_starts_from_a_trained_world_model_with_its_own_heads_fre
     assert "pretrain: restored world_model/" in result.stderr
     trained = tf.train.latest_checkpoint(str(latent / "train"))
     assert tf.train.load_variable(trained, "latent_sac/updates") == 3, "one SAC update with each of the model's"
-    played = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(latent), "--greedy", "--episodes",
-                             "1", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=200)
+    played = preloaded.run("demo.py", "--log-dir", latent, "--greedy", "--episodes", "1", "--out", tmp_path / "demo",
+                           timeout=200)
     assert played.returncode == 0, played.stderr[-2000:]

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import constants
+import preloaded
 import sac
 
 tf1 = tf.compat.v1
@@ -104,12 +105,7 @@ def test_one_update_trains_each_part_and_moves_the_targets_by_tau(graph, space):
 
 
 def train_py(*args):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    return subprocess.run([sys.executable, f"{ROOT}/train.py", *args], capture_output=True, text=True, timeout=280)
+    return preloaded.run("train.py", *args, timeout=280)
 
 
 def evaluations(log_dir):
@@ -159,17 +155,12 @@ def test_demo_plays_a_continuous_sac_checkpoint_with_vector_actions(pendulum_run
     """demo.py on a Pendulum run: the greedy policy (the mean action) is deterministic, so a second playback from
     the same seeds takes the same actions, and the two episodes (two starts) take different ones; recorded."""
     import json
-    import subprocess
-    import sys
-
-    from conftest import ROOT
 
     digests = []
     for index, record in enumerate((["--record"], [])):
         out = tmp_path / f"demo{index}"
-        demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(pendulum_run), "--greedy",
-                               *record, "--episodes", "2", "--seed", "0", "--max-steps", "50", "--out", str(out)],
-                              capture_output=True, text=True, timeout=120)
+        demo = preloaded.run("demo.py", "--log-dir", pendulum_run, "--greedy", *record, "--episodes", "2", "--seed",
+                             "0", "--max-steps", "50", "--out", out, timeout=120)
         assert demo.returncode == 0, demo.stderr[-2000:]
         digests.append([episode["actions_digest"] for episode in
                         json.load(open(out / "summary.json"))["episode_details"]])
@@ -373,10 +364,7 @@ def test_sac_on_a_cluster_fills_the_learners_replay_trains_at_the_replay_ratio_a
     actors add the bonus, and demo.py plays the learner's checkpoint."""
     import csv
     import json
-    import subprocess
-    import sys
 
-    from conftest import ROOT
     from test_distributed import free_exp_id
 
     log_dir = tmp_path / "run"
@@ -402,7 +390,6 @@ def test_sac_on_a_cluster_fills_the_learners_replay_trains_at_the_replay_ratio_a
     assert [line.split()[0] for line in text.splitlines() if line.startswith(("learner ", "a-"))] == [
         "learner", "a-0", "a-1"], text
     assert re.search(r"\na-1 .* explores: policy(\n|$)", text), text
-    demo = subprocess.run([sys.executable, f"{ROOT}/demo.py", "--log-dir", str(log_dir), "--greedy", "--episodes",
-                           "1", "--max-steps", "20", "--out", str(tmp_path / "demo")],
-                          capture_output=True, text=True, timeout=120)
+    demo = preloaded.run("demo.py", "--log-dir", log_dir, "--greedy", "--episodes", "1", "--max-steps", "20", "--out",
+                         tmp_path / "demo", timeout=120)
     assert demo.returncode == 0 and "checkpoint at global step" in demo.stdout, demo.stdout + demo.stderr
