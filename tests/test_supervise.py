@@ -302,7 +302,7 @@ def test_a_worker_signalled_before_training_leaves_at_once_and_one_training_stop
             assert any(line.strip() == "ready" for line, _ in zip(lines, range(50)))
             process.send_signal(signal.SIGTERM)
         for training, process in processes.items():
-            outputs[training] = process.communicate(timeout=10)[0]
+            outputs[training] = process.communicate(timeout=30)[0]
     finally:
         for process in processes.values():
             process.kill()
