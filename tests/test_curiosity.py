@@ -184,7 +184,9 @@ def test_pixel_baselines_train_and_their_loss_falls(graph, unsup):
     trainer = A3C(envs.create_env("CorridorPixels-v0", seed=0), 0,
                   constants.Config(lstm_size=16, learning_rate=1e-3), unsup=unsup)
     assert all(g is None for g in tf.gradients(trainer.predictor_loss, trainer.local_network.var_list))
-    losses, episodes = losses_while_training(trainer, 250, trainer.local_predictor.forward_loss)
+    losses, episodes = losses_while_training(trainer, 200, trainer.local_predictor.forward_loss)
     bonuses = [stats.bonus for stats in episodes]
     assert bonuses and all(bonus > 0 for bonus in bonuses)
-    assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])  # measured: 0.059 -> 0.002 for `state`
+    # measured: the last 10 updates' mean 0.055 (state) and 0.057 (stateAenc) of the first 3 updates' at 200
+    # updates, 0.17 and 0.15 at 150
+    assert np.mean(losses[-10:]) < 0.2 * np.mean(losses[:3])
