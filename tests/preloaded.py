@@ -4,9 +4,10 @@ cores that import was most of the suite's time).
 
 A test calls `start(script, *argv)` (a Popen-like handle) or `run(script, *argv)` (subprocess.run's result), as it
 would start `python script argv...`: the script runs as __main__ (runpy) in a child forked from the preloaded
-process, its standard output and error in files the handle reads, its standard input empty. What a fork cannot
-give falls back to a real process: another environment or working directory than the test's. The commands the
-script itself starts (a cluster's workers, an evaluation beside a run) are ordinary processes.
+process, its standard output and error in files the handle reads, its standard input empty, in the test's working
+directory. A run that needs another environment or working directory than the test's, or that checks what a fresh
+process imports, is started as a real process by its test; the commands a script itself starts (a cluster's
+workers, an evaluation beside a run) are ordinary processes.
 
 Run as a program, this module is the preloaded process: it reads requests as lines of JSON on its standard input
 and answers on its standard output, a line for each child started and one for each child ended.
@@ -30,7 +31,7 @@ PRELOAD = ("a3c", "acting", "algorithms", "apex", "cluster", "constants", "curio
 
 def serve():
     """The preloaded process: import, then fork a child for each request until standard input closes."""
-    sys.path.insert(0, ROOT)
+    sys.path[0] = ROOT  # as a script of the project's would have it (not this folder of tests)
     import logdir
 
     logdir.tf_environment()
@@ -74,7 +75,6 @@ def child(request):
 
     code = 1
     try:
-        os.setpgid(0, 0) if request.get("new_group") else None
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(request["cwd"])
@@ -135,7 +135,7 @@ class Preloaded:
             if entry is not None:
                 entry.deliver(message)
 
-    def start(self, script, argv, output=None, new_group=False):
+    def start(self, script, argv, output=None):
         with self.lock:
             if self.process is None or self.process.poll() is not None:
                 self._start()
@@ -143,7 +143,7 @@ class Preloaded:
             handle = Forked(self.count, [sys.executable, script, *argv], output)
             self.waiting[handle.id] = handle
             self.process.stdin.write(json.dumps({
-                "id": handle.id, "script": script, "argv": list(argv), "cwd": os.getcwd(), "new_group": new_group,
+                "id": handle.id, "script": script, "argv": list(argv), "cwd": os.getcwd(),
                 "stdout": handle.stdout_path, "stderr": handle.stderr_path}) + "\n")
             self.process.stdin.flush()
         handle.started.wait(60)
@@ -192,7 +192,10 @@ class Forked:
 
     def send_signal(self, number):
         if self.returncode is None:
-            os.kill(self.pid, number)
+            try:
+                os.kill(self.pid, number)
+            except ProcessLookupError:  # ended, its end not yet reported
+                pass
 
     def terminate(self):
         self.send_signal(signal.SIGTERM)
