@@ -26,8 +26,9 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from model import (CODE_HEADS, HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten, inverse_universe_head, linear,
-                   mlp_head, normalized_columns_initializer, trainable_variables, universe_head, variables_since)
+from model import (CODE_HEADS, HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten,
+                   inverse_universe_head, linear, mlp_head, normalized_columns_initializer, trainable_variables,
+                   universe_head, variables_since)
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -240,9 +241,13 @@ class StateActionPredictor(Curiosity):
         return phi1, phi2
 
     def training_loss(self, config):
-        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward)."""
-        return config.prediction_lr_scale * ((1.0 - config.forward_loss_wt) * self.inverse_loss
-                                             + config.forward_loss_wt * self.forward_loss)
+        """prediction_lr_scale x ((1 - w) x inverse + w x forward), w the forward share (forward_loss_wt)."""
+        share = self.forward_share(config)
+        return config.prediction_lr_scale * ((1.0 - share) * self.inverse_loss + share * self.forward_loss)
+
+    def forward_share(self, config):
+        """The forward loss's share of what trains the encoder."""
+        return config.forward_loss_wt
 
     def summaries(self):
         return {"model/inv_loss": self.inverse_loss, "model/forward_loss": self.forward_loss}
@@ -691,8 +696,8 @@ class EmbeddingMemoryBonus(StateActionPredictor):
         raise NotImplementedError
 
     def training_loss(self, config):
-        """prediction_lr_scale x ((1 - forward_loss_wt) x inverse + forward_loss_wt x forward) with a forward model,
-        prediction_lr_scale x inverse without."""
+        """The ICM's mix of inverse and forward losses (at forward_share) with a forward model, prediction_lr_scale x
+        inverse without."""
         if not self.forward:
             return config.prediction_lr_scale * self.inverse_loss
         return super().training_loss(config)
@@ -732,11 +737,10 @@ class ImpactBonus(EmbeddingMemoryBonus):
     def memory(self):
         return ImpactMemory(observation_key(self.head, observation_size(self.s2)))
 
-    def training_loss(self, config):
-        """prediction_lr_scale x ((1 - RIDE_FORWARD_SHARE) x inverse + RIDE_FORWARD_SHARE x forward): RIDE's
-        embedding is shaped mostly by the forward model, the inverse model keeping it from collapsing."""
-        return config.prediction_lr_scale * ((1.0 - RIDE_FORWARD_SHARE) * self.inverse_loss
-                                             + RIDE_FORWARD_SHARE * self.forward_loss)
+    def forward_share(self, config):
+        """RIDE's: its embedding is shaped mostly by the forward model, the inverse model keeping it from
+        collapsing."""
+        return RIDE_FORWARD_SHARE
 
 
 class NearestNeighbourBonus(EmbeddingMemoryBonus):
