@@ -1,7 +1,6 @@
 import os
 import signal
 import socket
-import subprocess
 import sys
 
 import pytest
@@ -48,9 +47,7 @@ def side_by_side(script, *argvs):
 
     started = [preloaded.start(script, *argv) for argv in argvs]
     try:
-        outputs = [process.communicate(timeout=300) for process in started]
-        return [subprocess.CompletedProcess(process.args, process.returncode, *output)
-                for process, output in zip(started, outputs)]
+        return [preloaded.finish(process, 300) for process in started]
     finally:
         for process in started:
             process.kill()

@@ -22,11 +22,9 @@ import tempfile
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# what the children would import first: TensorFlow (with the environment the project sets for it) and every module
-# a run or a playback reads
-PRELOAD = ("a3c", "acting", "algorithms", "apex", "cluster", "constants", "curiosity", "demo", "dqn", "envs",
-           "evaluation", "logdir", "model", "offpolicy", "planet", "plots", "replay", "runs", "sac", "sequences",
-           "sessions", "status", "supervise", "train", "worker")
+# what the children would import first, after TensorFlow (with the environment the project sets for it): every
+# module of the project's
+PRELOAD = sorted(name[:-3] for name in os.listdir(ROOT) if name.endswith(".py") and name != "setup.py")
 
 
 def serve():
@@ -90,10 +88,12 @@ def child(request):
         try:
             runpy.run_path(request["script"], run_name="__main__")
             code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-            if stop.code is not None and not isinstance(stop.code, int):
+        except SystemExit as stop:  # as the interpreter ends on it: an int its status, None 0, else printed and 1
+            if stop.code is None or isinstance(stop.code, int):
+                code = stop.code or 0
+            else:
                 print(stop.code, file=sys.stderr)
+                code = 1
         except KeyboardInterrupt:
             code = 128 + signal.SIGINT
             traceback.print_exc()
@@ -114,7 +114,7 @@ class Preloaded:
     def __init__(self):
         self.process = None
         self.lock = threading.Lock()
-        self.waiting = {}  # request id -> [event, message]
+        self.waiting = {}  # request id -> its Forked handle, until its end is reported
         self.count = 0
 
     def _start(self):
@@ -131,7 +131,7 @@ class Preloaded:
         for line in self.process.stdout:
             message = json.loads(line)
             with self.lock:
-                entry = self.waiting.get(message["id"])
+                entry = self.waiting.get(message["id"]) if "pid" in message else self.waiting.pop(message["id"], None)
             if entry is not None:
                 entry.deliver(message)
 
@@ -217,10 +217,14 @@ def run(script, *argv, timeout=300):
     """subprocess.run's result of `python script argv...`, forked from the preloaded process."""
     handle = start(script, *argv)
     try:
-        stdout, stderr = handle.communicate(timeout)
-    except subprocess.TimeoutExpired:
-        handle.kill()
-        raise
+        return finish(handle, timeout)
+    finally:
+        handle.kill()  # nothing where it ended; a child past its timeout stopped
+
+
+def finish(handle, timeout):
+    """subprocess.run's result of a started child once it has ended (subprocess.TimeoutExpired after `timeout`)."""
+    stdout, stderr = handle.communicate(timeout)
     return subprocess.CompletedProcess(handle.args, handle.returncode, stdout, stderr)
 
 
