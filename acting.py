@@ -43,6 +43,7 @@ class PartialRollout:
         self.values_int = []  # V_int per step, on the two-stream path
         self.bonuses = []  # curiosity bonus per step; empty without curiosity
         self.bonus_data = []  # per step, what the bonus's scaler keeps for its statistics' update (RND's returns)
+        self.behaviour_log_probs = []  # log pi(a_t|s_t) of the acting policy per step, where the runner records it
         self.last_observation = None  # s_T: the observation after the last step
         self.bootstrap_value = 0.0
         self.bootstrap_value_int = 0.0  # V_int(s_T)
@@ -69,6 +70,7 @@ class PartialRollout:
         self.rewards.extend(other.rewards)
         self.values.extend(other.values)
         self.values_int.extend(other.values_int)
+        self.behaviour_log_probs.extend(other.behaviour_log_probs)
         self.bonuses.extend(other.bonuses)
         self.bonus_data.extend(other.bonus_data)
         self.last_observation = other.last_observation
@@ -140,7 +142,7 @@ def env_stepper(count, threads):
 
 
 def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, scaler=None, timings=None,
-               step_all=map):
+               step_all=map, behaviour=False):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -154,7 +156,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     call after an episode's end also gives V_int of the next episode's first state. Only a time-limit
     truncation costs one more call, for V of the truncated state.
     `step_all(step_and_reset, envs, actions)` steps the environments (see env_stepper); their results are taken
-    in order, so the data do not depend on how they were stepped.
+    in order, so the data do not depend on how they were stepped. With `behaviour` each step's rollout also keeps
+    the log-probability of its action under the policy that chose it (what IMPALA's V-trace corrects for).
     """
     timings = timings or Timings()
     count = len(envs)
@@ -172,6 +175,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     while True:
         batch_complete = len({index for _, index, _ in finished}) == count
         fetches, feed = [policy.value_int] if two_streams else [], None
+        fetches += [policy.log_probs] if behaviour else []
         bonus_now = batch_complete and bonus is not None
         if bonus_now:
             fetches += [bonus.bonus_per_step, *scaler.fetches]
@@ -181,6 +185,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
         with timings.phase("act_and_bonus" if bonus_now else "act"):
             actions, values, state, fetched = policy.act_and_fetch(session, observations, state, fetches, feed)
         values_int = fetched.pop(0) if two_streams else None
+        log_probs = fetched.pop(0) if behaviour else None  # [K, A]
         for rollout, index in awaiting_value:
             rollout.bootstrap_value = float(values[index])
             if two_streams:
@@ -203,6 +208,8 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
             rollout, tally, action = rollouts[index], tallies[index], int(actions[index])
             rollout.add(observations[index], action, reward, float(values[index]),
                         float(values_int[index]) if two_streams else None)
+            if behaviour:
+                rollout.behaviour_log_probs.append(float(log_probs[index, action]))
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
             tally.length += 1
@@ -274,14 +281,15 @@ class ActingCopy(NetworkCopy):
     """The runner thread's copy of an LSTMPolicy, with its acting calls; fetches of the cluster's graph (the bonus
     of a finished batch) are still run in the cluster's session, in a call of their own."""
 
-    def __init__(self, make_policy, source, seed):
+    def __init__(self, make_policy, source, seed, scope="local"):
         def build():
-            with tf1.variable_scope("local"):
+            with tf1.variable_scope(scope):  # `source`'s, whose variable names the copy's must match
                 return make_policy()
 
         super().__init__(build, source.var_list, seed)
         self.policy = self.network
         self.value_int = self.policy.value_int
+        self.log_probs = self.policy.log_probs
 
     def initial_state(self, batch_size=1):
         return self.policy.initial_state(batch_size)

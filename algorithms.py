@@ -283,7 +283,38 @@ PLANET = Algorithm(
         Hyperparameter("cem_candidates", 1000, "action sequences the planner scores in each refit", low=1),
         Hyperparameter("cem_top", 100, "the best candidates each refit fits", low=1)))
 
-ALGORITHMS = {row.name: row for row in (A3C, DQN, SAC, PLANET)}
+# IMPALA (Espeholt et al. 2018): RMSProp as its paper and torchbeast, the loss summed over a batch's steps.
+_IMPALA = {"envs_per_worker": "8", "batch_size": "8", "rollout_maxlen": "20", "rmsprop_epsilon": "0.01",
+           "acting_copy": "true"}
+IMPALA_PRESETS = {
+    # Atari in IMPALA's paper (its Table G.1, the shallow network): lr 6e-4, entropy 0.01, batch 32 of 20 steps
+    "impala": {**_IMPALA, "learning_rate": "6e-4", "entropy_beta": "0.01", "batch_size": "32"},
+    # Measured on CartPole-v1 (tests/test_impala.py's run)
+    "impala_classic": {**_IMPALA, "learning_rate": "1e-3", "entropy_beta": "1e-3", "reward_scale": "0.1"},
+    # RIDE's MiniGrid settings (Raileanu and Rocktaschel 2020, its code's arguments and README): lr 1e-4 falling
+    # linearly to 0, RMSProp epsilon 1e-5, entropy 0.0005, intrinsic coefficient 0.1, batches of 32 unrolls of 100
+    "impala_minigrid": {**_IMPALA, "learning_rate": "1e-4", "rmsprop_epsilon": "1e-5", "entropy_beta": "0.0005",
+                        "prediction_beta": "0.1", "batch_size": "32", "rollout_maxlen": "100", "anneal_lr": "true",
+                        "envs_per_worker": "16"},
+}
+IMPALA = Algorithm(
+    "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
+    roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
+    presets={"minigrid": "impala_minigrid", "vector": "impala_classic", "image": "impala"},
+    hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
+    own_hyperparameters=(
+        Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "
+                       "difference is clipped at this (IMPALA's 1)", low=0.0, above=True),
+        Hyperparameter("vtrace_clip_pg_rho", 1.0, "the importance weight of the policy gradient's advantage is "
+                       "clipped at this (IMPALA's 1)", low=0.0, above=True),
+        Hyperparameter("vtrace_clip_c", 1.0, "V-trace's c-bar: the traces' importance weights are clipped at this "
+                       "(IMPALA's 1)", low=0.0, above=True),
+        Hyperparameter("rmsprop_decay", 0.99, "RMSProp's moving average of squared gradients keeps this much a "
+                       "step", low=0.0, high=1.0),
+        Hyperparameter("rmsprop_epsilon", 0.01, "RMSProp's epsilon (IMPALA's 0.01; RIDE's 1e-5)", low=0.0,
+                       above=True)))
+
+ALGORITHMS = {row.name: row for row in (A3C, DQN, SAC, PLANET, IMPALA)}
 DEFAULT = A3C.name
 NAMES = tuple(ALGORITHMS)
 ROLES = {role.job: role for row in ALGORITHMS.values() for role in row.roles}

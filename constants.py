@@ -113,7 +113,7 @@ class SharedConfig:
     environments each worker plays at once, in lockstep: one session.run acts for all of them and one update
     trains on their [K, rollout_maxlen] batch; 1 is the original algorithm""")
     queue_size: int = _param(5, """
-    rollouts the runner thread may queue ahead of the trainer""")
+    rollouts the runner thread may queue ahead of the trainer (IMPALA: learner batches its queue holds)""")
     acting_copy: bool = _param(False, """
     on the cluster, A3C's runner thread and Ape-X's actors act on a copy of their network in a plain in-process
     session, loaded with the weights each sync brings, instead of through the cluster's runtime, whose every
@@ -124,7 +124,7 @@ class SharedConfig:
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")
     batch_size: int = _param(32, """
-    transitions per learner update""")
+    transitions per learner update (IMPALA: trajectories of up to rollout_maxlen steps)""")
     n_step: int = _param(3, """
     steps of reward in a transition's return before it bootstraps from the target network (Ape-X's 3)""")
     relabel_bonus: bool = _param(False, """
@@ -150,8 +150,8 @@ class SharedConfig:
     dueling: bool = _param(False, """
     the Q head as a state value plus advantages less their mean (Wang et al. 2016)""")
     anneal_lr: bool = _param(False, """
-    the DQN's learning rate falls linearly from learning_rate at step 0 to 0 at max_global_steps (cleanrl's
-    anneal_lr), so that the late steps cannot undo a policy already found""")
+    the DQN's and IMPALA's learning rate falls linearly from learning_rate at step 0 to 0 at max_global_steps
+    (cleanrl's anneal_lr, torchbeast's schedule), so that the late steps cannot undo a policy already found""")
     q_grad_clip: float = _param(1.0, """
     every element of the DQN's gradient is clamped to [-x, x] (on top of the Huber loss)""")
     epsilon_start: float = _param(1.0, """

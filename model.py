@@ -245,6 +245,7 @@ class LSTMPolicy:
             self.value_int = tf.reshape(linear(flat, 1, "value_int", normalized_columns_initializer(VALUE_INIT_STD)),
                                         [-1])  # [B*T]
             self.step_values_int = tf.boolean_mask(self.value_int, steps)  # [N]
+        self.log_probs = tf.nn.log_softmax(self.logits)  # [B*T, A]: what a behaviour policy records (IMPALA)
         self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
         self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
         self.var_list = variables_since(variables_before)

@@ -1,0 +1,159 @@
+"""IMPALA (impala.py): V-trace against the paper's sums and by hand, the trajectories' packing and targets, the
+learner's update, and real runs: one process learns CartPole, a learner and two actors on TensorFlow's runtime,
+and every kind of bonus composing with it."""
+import csv
+import json
+import statistics
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import preloaded
+from acting import PartialRollout
+from model import LSTMState
+
+import impala
+
+
+def test_vtrace_on_policy_is_the_n_step_return_and_its_advantage_by_hand():
+    """pi = mu: v_s is the discounted rewards to the end plus the bootstrap; the advantage r + gamma v_s+1 - V."""
+    targets, advantages = impala.vtrace_reference(np.zeros(3), [0.9] * 3, [1.0, 0.0, 2.0], [0.5, 1.0, 1.5],
+                                                  bootstrap=2.0)
+    # v_2 = 2 + 0.9 x 2; v_1 = 0 + 0.9 x v_2; v_0 = 1 + 0.9 x v_1
+    assert targets == pytest.approx([4.078, 3.42, 3.8])
+    assert advantages == pytest.approx([1 + 0.9 * 3.42 - 0.5, 0 + 0.9 * 3.8 - 1.0, 2 + 0.9 * 2 - 1.5])
+
+
+def test_vtrace_off_policy_clips_the_ratios_and_stops_at_a_termination_by_hand():
+    """pi/mu = 2 then 0.5, the episode terminated at the second step (its discount 0: the bootstrap unused)."""
+    targets, advantages = impala.vtrace_reference(np.log([2.0, 0.5]), [0.9, 0.0], [1.0, 1.0], [1.0, 2.0],
+                                                  bootstrap=5.0)
+    # rho_0 = c_0 = min(1, 2) = 1, rho_1 = c_1 = 0.5; delta_0 = 1 (1 + 0.9 x 2 - 1) = 1.8, delta_1 = 0.5 (1 - 2)
+    assert targets == pytest.approx([1 + 1.8 + 0.9 * 1 * -0.5, 2 - 0.5])
+    assert advantages == pytest.approx([1 + 0.9 * 1.5 - 1, 0.5 * (1 - 2)])
+
+
+@pytest.mark.parametrize("clips", [(1.0, 1.0, 1.0), (2.0, 1.5, 0.7)])
+def test_the_graphs_vtrace_is_the_papers_sums_on_padded_trajectories(graph, clips):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    lengths, steps = np.array([6, 3, 1, 5]), 6
+    mask = (np.arange(steps)[None] < lengths[:, None]).astype(np.float32)
+    log_rhos = rng.normal(0, 0.8, (4, steps)).astype(np.float32)
+    rewards = rng.normal(0, 1, (4, steps)).astype(np.float32)
+    discounts = np.full((4, steps), 0.95, np.float32)
+    discounts[1, 2] = 0.0  # the second one terminated at its last step
+    values = rng.normal(0, 1, (4, steps + 1)).astype(np.float32)  # V(x_0 .. x_T); x_length's value: the bootstrap
+    with tf.compat.v1.Session() as session:
+        targets, advantages = session.run(impala.vtrace(
+            tf.constant(log_rhos), tf.constant(discounts), tf.constant(rewards), tf.constant(values[:, :-1]),
+            tf.constant(values[:, 1:]), tf.constant(mask), *clips))
+    for row, length in enumerate(lengths):
+        expected = impala.vtrace_reference(log_rhos[row, :length], discounts[row, :length], rewards[row, :length],
+                                           values[row, :length], values[row, length], *clips)
+        assert targets[row, :length] == pytest.approx(expected[0], abs=1e-5)
+        assert advantages[row, :length] == pytest.approx(expected[1], abs=1e-5)
+        assert not targets[row, length:].any() and not advantages[row, length:].any()
+
+
+def rollout(length, terminal=False, start=0.0, lstm=4):
+    made = PartialRollout(LSTMState(np.full((1, lstm), start + 0.5, np.float32), np.full((1, lstm), start, np.float32)))
+    for step in range(length):
+        made.add(np.full(2, start + step, np.float32), step % 2, 1.0 + step, 0.0)
+        made.behaviour_log_probs.append(-0.1 * step)
+    made.bonuses = [0.5] * length
+    made.last_observation = np.full(2, start + length, np.float32)
+    made.terminal = made.episode_end = terminal
+    made.next_episode_value_int = 7.0 if terminal else 0.0
+    return made
+
+
+def test_rollouts_are_packed_padded_with_their_frames_and_lstm_state():
+    columns = impala.trajectory_columns((2,), 4, 4)
+    packed = dict(zip([column.name for column in columns], impala.pack([rollout(4), rollout(2, True, 10.0)],
+                                                                        columns)))
+    assert packed["frames"].shape == (2, 5, 2) and packed["frames"][1, :, 0].tolist() == [10, 11, 12, 0, 0]
+    assert packed["actions"].tolist() == [[0, 1, 0, 1], [0, 1, 0, 0]]
+    assert packed["rewards"][1].tolist() == [1, 2, 0, 0] and packed["bonuses"][1].tolist() == [0.5, 0.5, 0, 0]
+    assert packed["behaviour_log_probs"][0] == pytest.approx([0, -0.1, -0.2, -0.3])
+    assert packed["length"].tolist() == [4, 2] and packed["terminal"].tolist() == [0, 1]
+    assert packed["c"][1].tolist() == [10.5] * 4 and packed["h"][0].tolist() == [0.0] * 4
+
+
+def test_the_targets_rewards_and_discounts_one_stream_and_two(graph):
+    """One stream: the scaled extrinsic reward plus the bonus, clipped as A3C's; a terminated trajectory's last
+    discount 0. Two streams: the bonus alone; a non-episodic bonus's return goes on over the episode's end, from
+    the next episode's value."""
+    from a3c import IntrinsicStream
+
+    columns = impala.trajectory_columns((2,), 4, 4)
+    batch = dict(zip([column.name for column in columns], impala.pack([rollout(4), rollout(2, True)], columns)))
+    config = SimpleNamespace(reward_scale=0.1, gamma=0.9)
+    one = impala.targets_inputs(batch, config, reward_clip=0.55)
+    assert one.mask.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
+    assert one.rewards[0] == pytest.approx([0.55, 0.55, 0.55, 0.55])  # 0.1 r + 0.5, clipped
+    assert one.discounts == pytest.approx(np.array([[0.9] * 4, [0.9, 0, 0, 0]]))
+    two = impala.targets_inputs(batch, config, intrinsic=IntrinsicStream(0.99, 2.0, 1.0, episodic=False))
+    assert two.rewards[0] == pytest.approx([0.1, 0.2, 0.3, 0.4]) and two.rewards_int[1].tolist() == [0.5, 0.5, 0, 0]
+    assert two.discounts_int[1] == pytest.approx([0.99, 0.99, 0, 0]) and two.given_int[1].tolist() == [0, 1, 0, 0]
+    episodic = impala.targets_inputs(batch, config, intrinsic=IntrinsicStream(0.99, 2.0, 1.0, episodic=True))
+    assert episodic.discounts_int[1] == pytest.approx([0.99, 0, 0, 0]) and not episodic.given_int.any()
+
+
+def episodes(path):
+    with open(path) as handle:
+        return [float(row["reward"]) for row in csv.DictReader(handle)]
+
+
+def test_one_process_impala_learns_cartpole(tmp_path):
+    """The learner and its actor thread: CartPole's return, 22 for a random policy, climbs past 80 within 25,000
+    steps (about 200 measured)."""
+    result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "0", "--env-id", "CartPole-v1",
+                           "--log-dir", tmp_path, "--no-tensorboard", "--set", "max_global_steps=25000", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rewards = episodes(tmp_path / "episodes_0.csv")
+    assert statistics.mean(rewards[-20:]) > 80, rewards[-40:]
+    beat = json.load(open(tmp_path / "status_local.json"))
+    assert beat["state"] == "stopped" and beat["steps_trained"] == beat["global_step"] >= 25000, beat
+
+
+def test_a_learner_and_two_actors_train_on_every_step_played_and_checkpoint(tmp_path):
+    """worker.py processes on TensorFlow's runtime: both actors' trajectories reach the learner through the queue,
+    the learner trains on every step they played, checkpoints at the end; playback restores the policy as A3C's."""
+    import tensorflow as tf
+
+    from test_distributed import free_exp_id
+
+    result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "2", "--mode", "child",
+                           "--no-tensorboard", "--env-id", "CartPole-v1", "--log-dir", tmp_path, "--expId",
+                           free_exp_id(2, 480), "--set", "max_global_steps=6000", timeout=300)
+    assert result.returncode == 0 and "every learner finished" in result.stdout, result.stdout + result.stderr
+    learner = json.load(open(tmp_path / "status_learner.json"))
+    assert learner["steps_trained"] == learner["global_step"] >= 6000 and learner["updates"] > 30, learner
+    assert all(len(episodes(tmp_path / f"episodes_{actor}.csv")) > 20 for actor in (0, 1))
+    latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
+    assert int(latest.rsplit("-", 1)[1]) == learner["global_step"]
+    played = preloaded.run("demo.py", "--log-dir", tmp_path, "--greedy", "--episodes", "1")
+    assert played.returncode == 0 and "episode 1: reward" in played.stdout, played.stdout + played.stderr
+
+
+@pytest.mark.parametrize("unsup", ["action", "rnd", "ride"])
+def test_each_kind_of_bonus_composes_with_impala(tmp_path, unsup):
+    """The ICM (one stream), RND (two streams, statistics the actor merges into the learner's) and RIDE (a memory of
+    the episode): the actor's copy computes the bonus, the learner trains the predictor."""
+    import tensorflow as tf
+
+    result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "0", "--env-id", "CartPole-v1",
+                           "--log-dir", tmp_path, "--no-tensorboard", "--unsup", unsup, "--set",
+                           "max_global_steps=3000", "--set", "rnd_warm_up_steps=100", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "episodes_0.csv") as handle:
+        assert sum(float(row["bonus"]) for row in csv.DictReader(handle)) > 0
+    latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
+    names = dict(tf.train.list_variables(latest))
+    assert any(name.startswith("global/predictor/") and "PredictorAdam" in name for name in names), sorted(names)
+    if unsup == "rnd":  # the acted steps merged into the learner's statistics, beyond the warm-up's
+        seen = [name for name in names if name.startswith("global/predictor/") and name.endswith("observation_count")]
+        assert seen and tf.train.load_variable(latest, seen[0]) > 2000
