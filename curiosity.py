@@ -26,7 +26,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from model import (CODE_HEADS, HEADS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten,
+from model import (CODE_HEADS, ENCODERS, MINIGRID_CODES, MINIGRID_CONVS, choose_head, conv2d, flatten,
                    inverse_universe_head, linear, mlp_head, normalized_columns_initializer, trainable_variables,
                    universe_head, variables_since)
 
@@ -224,7 +224,7 @@ class StateActionPredictor(Curiosity):
         self.head = choose_head(observation_shape, design_head)
         self._inputs(observation_shape, num_actions)
         with tf1.variable_scope("encoder"):
-            phi = HEADS[self.head](self.frames)  # [M, F]
+            phi = ENCODERS[self.head](self.frames)  # [M, F]
         phi1, phi2 = tf.gather(phi, self.first), tf.gather(phi, self.second)  # [N, F] each
         self.feature_size = int(phi1.get_shape()[1])
 

@@ -120,16 +120,23 @@ CODE_HEADS = ("minigrid",)  # heads whose observations are discrete codes: a sta
 MINIGRID_CONVS = 3
 
 
-def minigrid_head(x):
+def minigrid_trunk(x):
     """MiniGrid's compact view [N, 7, 7, 3 x frames]: each cell's codes one-hot (the first convolution then embeds
-    them: a code is a category, not a magnitude), then RIDE's trunk (Raileanu and Rocktaschel 2020): three 3x3
-    convolutions of 32 with stride 2 (ELU) and a layer of 256."""
+    them: a code is a category, not a magnitude), then RIDE's three 3x3 convolutions of 32 with stride 2 (ELU):
+    7x7 -> 1x1x32, RIDE's state embedding (Raileanu and Rocktaschel 2020, its MinigridStateEmbeddingNet)."""
     codes = tf.cast(x, tf.int32)
     x = tf.concat([tf.one_hot(codes[..., channel], MINIGRID_CODES[channel % len(MINIGRID_CODES)])
                    for channel in range(x.get_shape()[-1])], axis=-1)  # [N, 7, 7, 20 x frames]
     for i in range(MINIGRID_CONVS):
         x = tf.nn.elu(conv2d(x, 32, f"l{i + 1}", (3, 3), (2, 2)))
-    return tf.nn.elu(linear(flatten(x), 256, "fc", normalized_columns_initializer(0.01)))
+    return flatten(x)  # [N, 32]
+
+
+def minigrid_head(x):
+    """The policy's trunk on MiniGrid: RIDE's convolutions and a layer of 256 (its policy network's), initialised
+    at unit scale: features of 0.01's scale, as the original's Doom head has, left a curiosity encoder's embeddings
+    all but equal."""
+    return tf.nn.elu(linear(minigrid_trunk(x), 256, "fc", normalized_columns_initializer(1.0)))
 
 
 def mlp_head(x, units=MLP_UNITS):
@@ -141,6 +148,9 @@ def mlp_head(x, units=MLP_UNITS):
 
 HEADS = {"universe": universe_head, "nips": nips_head, "nature": nature_head, "doom": doom_head,
          "minigrid": minigrid_head, "mlp": mlp_head}
+# A curiosity encoder's embedding for each head: the head's own, but on MiniGrid RIDE's state embedding (the
+# convolutions' 32 features, no layer on top), as RIDE, E3B and NGU embed MiniGrid's views
+ENCODERS = {**HEADS, "minigrid": minigrid_trunk}
 
 
 def head_features(head, x, mlp_units=MLP_UNITS):

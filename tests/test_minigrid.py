@@ -76,6 +76,24 @@ def test_the_minigrid_head_takes_each_code_one_hot_frame_by_frame():
         model.choose_head((7, 7, 4), "minigrid")
 
 
+def test_a_curiosity_encoder_embeds_minigrids_views_as_rides_state_embedding_at_unit_scale():
+    """RIDE's embedding is its convolutions' 32 features: two real views from a fresh encoder lie about a unit apart,
+    not the 0.01 of a layer initialised as the original's Doom head (which left RIDE's impact, and E3B's bonus, all
+    but zero and the inverse model nothing to tell apart)."""
+    import curiosity
+
+    env = envs.create_env("MiniGrid-MultiRoom-N7-S4-v0", seed=0)
+    first = env.reset(seed=0)[0]
+    second = env.step(LEFT)[0]
+    env.close()
+    with tf.Graph().as_default():
+        tf1.set_random_seed(0)
+        bonus = curiosity.build("ride", first.shape, 7, "minigrid")
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            impact = session.run(bonus.bonus_per_step, bonus.feed([first], [second], [LEFT]))[0, 0]
+    assert bonus.feature_size == 32 and impact > 0.1, impact
+
 def test_the_launcher_gives_minigrid_its_head_unless_told(tmp_path):
     def dry_run(*flags):
         result = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--dry-run", "--mode", "child",
