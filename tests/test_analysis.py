@@ -415,3 +415,17 @@ def test_exploration_coverage_counts_the_cells_a_pendulums_states_visit():
     assert counts.shape == (24, 24) and counts.sum() == 3
     assert counts[12, 12] == 2 and counts[23, 23] == 1
     assert coverage.coverage(counts) == pytest.approx(2 / 576)
+
+
+def test_the_peers_benchmark_reads_sample_factorys_reports_as_agent_steps_in_time():
+    """benchmarks/peers.py measures sample-factory from its periodic reports: their time and "Samples:" count."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import peers
+
+    text = ("\x1b[36m[2026-12-04 07:55:04,580][14833] Fps is (10 sec: 512.0, 60 sec: 352.1, 300 sec: 288.0). Total num "
+            "frames: 23040. Throughput: 0: 89.9. Samples: 5792. Policy #0 lag: (min: 0.0, avg: 0.8, max: 3.0)\x1b[0m\n"
+            "[2026-12-04 07:55:05,001][14833] Heartbeat connected on Batcher_0\n"
+            "\x1b[36m[2026-12-04 07:55:09,631][14833] Fps is (10 sec: 382.0, 60 sec: 351.7, 300 sec: 285.9). Total num "
+            "frames: 24320. Throughput: 0: 88.3. Samples: 6076. Policy #0 lag: (min: 0.0, avg: 0.1, max: 1.0)\x1b[0m\n")
+    (first, before), (second, after) = peers.sample_factory_reports(text)
+    assert (before, after) == (5792, 6076) and second - first == 5
