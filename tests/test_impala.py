@@ -119,41 +119,49 @@ def test_one_process_impala_learns_cartpole(tmp_path):
     assert beat["state"] == "stopped" and beat["steps_trained"] == beat["global_step"] >= 25000, beat
 
 
-def test_a_learner_and_two_actors_train_on_every_step_played_and_checkpoint(tmp_path):
-    """worker.py processes on TensorFlow's runtime: both actors' trajectories reach the learner through the queue,
-    the learner trains on every step they played, checkpoints at the end; playback restores the policy as A3C's."""
+def bonus_trained(log_dir, tasks):
+    """The checkpoint's variables, once the bonus reached the actors' episodes and the learner's Adam trained it."""
     import tensorflow as tf
 
+    for task in tasks:
+        with open(log_dir / f"episodes_{task}.csv") as handle:
+            assert sum(float(row["bonus"]) for row in csv.DictReader(handle)) > 0
+    latest = tf.train.latest_checkpoint(str(log_dir / "train"))
+    names = dict(tf.train.list_variables(latest))
+    assert any(name.startswith("global/predictor/") and "PredictorAdam" in name for name in names), sorted(names)
+    return latest, names
+
+
+def test_a_learner_and_two_actors_with_the_icm_train_on_every_step_played_and_checkpoint(tmp_path):
+    """worker.py processes on TensorFlow's runtime: both actors' trajectories reach the learner through the queue,
+    each actor's copy of the ICM gives their bonus, the learner trains on every step they played and trains the
+    ICM, checkpoints at the end; playback restores the policy as A3C's."""
     from test_distributed import free_exp_id
 
     result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "2", "--mode", "child",
                            "--no-tensorboard", "--env-id", "CartPole-v1", "--log-dir", tmp_path, "--expId",
-                           free_exp_id(2, 480), "--set", "max_global_steps=6000", timeout=300)
+                           free_exp_id(2, 480), "--unsup", "action", "--set", "max_global_steps=5000", timeout=300)
     assert result.returncode == 0 and "every learner finished" in result.stdout, result.stdout + result.stderr
     learner = json.load(open(tmp_path / "status_learner.json"))
-    assert learner["steps_trained"] == learner["global_step"] >= 6000 and learner["updates"] > 30, learner
+    assert learner["steps_trained"] == learner["global_step"] >= 5000 and learner["updates"] > 30, learner
     assert all(len(episodes(tmp_path / f"episodes_{actor}.csv")) > 20 for actor in (0, 1))
-    latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
+    latest, _ = bonus_trained(tmp_path, (0, 1))
     assert int(latest.rsplit("-", 1)[1]) == learner["global_step"]
     played = preloaded.run("demo.py", "--log-dir", tmp_path, "--greedy", "--episodes", "1")
     assert played.returncode == 0 and "episode 1: reward" in played.stdout, played.stdout + played.stderr
 
 
-@pytest.mark.parametrize("unsup", ["action", "rnd", "ride"])
-def test_each_kind_of_bonus_composes_with_impala(tmp_path, unsup):
-    """The ICM (one stream), RND (two streams, statistics the actor merges into the learner's) and RIDE (a memory of
-    the episode): the actor's copy computes the bonus, the learner trains the predictor."""
+@pytest.mark.parametrize("unsup", ["rnd", "ride"])
+def test_a_two_stream_bonus_and_an_episodic_memory_compose_with_impala(tmp_path, unsup):
+    """RND (two streams, statistics the actor merges into the learner's) and RIDE (a memory of the episode): the
+    actor's copy computes the bonus, the learner trains the predictor."""
     import tensorflow as tf
 
     result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "0", "--env-id", "CartPole-v1",
                            "--log-dir", tmp_path, "--no-tensorboard", "--unsup", unsup, "--set",
                            "max_global_steps=3000", "--set", "rnd_warm_up_steps=100", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    with open(tmp_path / "episodes_0.csv") as handle:
-        assert sum(float(row["bonus"]) for row in csv.DictReader(handle)) > 0
-    latest = tf.train.latest_checkpoint(str(tmp_path / "train"))
-    names = dict(tf.train.list_variables(latest))
-    assert any(name.startswith("global/predictor/") and "PredictorAdam" in name for name in names), sorted(names)
+    latest, names = bonus_trained(tmp_path, (0,))
     if unsup == "rnd":  # the acted steps merged into the learner's statistics, beyond the warm-up's
         seen = [name for name in names if name.startswith("global/predictor/") and name.endswith("observation_count")]
         assert seen and tf.train.load_variable(latest, seen[0]) > 2000
