@@ -34,7 +34,7 @@ import logdir
 import model
 import runs
 import sessions
-from a3c import a3c_losses, build_networks, build_policy
+from a3c import IntrinsicStream, build_networks, build_policy
 from acting import ActingCopy, EpisodeLogger, env_runner, env_stepper
 from constants import UsageError
 from curiosity import two_streams
@@ -401,7 +401,6 @@ class Learner:
         self.graph, self.config, self.writer, self.reward_clip = graph, config, writer, reward_clip
         self.intrinsic = None
         if graph.network.value_int is not None:
-            from a3c import IntrinsicStream
             self.intrinsic = IntrinsicStream(config.gamma_int, config.ext_coef, config.int_coef,
                                              graph.predictor.episodic)
         self.names = [column.name for column in graph.columns]
@@ -422,7 +421,7 @@ class Learner:
         self.session = session = AbortRetrySession(session)
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
             alive()
-            if not self.receive(session) and not self.train_ready(session):
+            if not self.receive(session):
                 time.sleep(RECEIVE_IDLE_SECS)
             heartbeat.beat(self, 0)
 
@@ -430,7 +429,8 @@ class Learner:
         return sum(len(columns[0]) for columns in self.pending)
 
     def receive(self, session):
-        """What the queue holds, batch_size trajectories at most; the number received."""
+        """What the queue holds, batch_size trajectories at most, and the updates they complete; the number
+        received."""
         with self.timings.phase("queue_get"):
             received, step = session.run([self.graph.received, self.graph.global_step])
         self.last_global_step = int(step)
