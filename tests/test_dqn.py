@@ -665,7 +665,7 @@ def test_an_impossible_network_in_one_process_is_one_line(tmp_path):
     ("dqn", [], {"learner": ["127.0.0.1:2222", "127.0.0.1:2224"], "actor": ["127.0.0.1:2223"]},
      "the cluster has 2 learners: give one learner address"),
     ("dqn", [], {"learner": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, '(--algo a3c) or {"learner"'),
-    ("a3c", [], APEX_CLUSTER, "(learner and actor) are those of --algo dqn or sac or planet; this run is --algo a3c"),
+    ("a3c", [], APEX_CLUSTER, "(learner and actor) are those of --algo dqn or sac or planet or impala; this run is --algo a3c"),
     ("dqn", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
     ("sac", ["--ps-hosts", "127.0.0.1:2222", "--worker-hosts", "127.0.0.1:2223"], None, "name A3C's jobs"),
     ("sac", [], {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "are those of --algo a3c; this run is"),
