@@ -311,6 +311,17 @@ def speed_line(page_dir):
                          break_long_words=False, break_on_hyphens=False)
 
 
+def peers_table(page_dir):
+    """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
+    path = "docs/results/peers/peers.json"
+    rounds = load(path)["rounds"]
+    names = list(rounds[0])
+    rows = [[f"`{name}`"] + [f"{measured[name]['steps_per_sec']:,.0f} ({measured[name]['to_sample_factory']:.2f}x)"
+                             for measured in rounds] for name in names]
+    return (table(["peer"] + [f"round {number + 1}: agent steps/s (x sample-factory)" for number in range(len(rounds))],
+                  rows) + f"\n\nFrom {link(path, page_dir)}, one run, 2 cores, nothing else running.")
+
+
 def benchmark_reference(page_dir):
     """Each benchmark: what its docstring's first sentence says it measures, and the first command it shows."""
     import ast
@@ -465,6 +476,7 @@ GENERATORS = {
     "other-results": other_results,
     **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
     "speed": speed_line,
+    "peers": peers_table,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
     "planning-speed": planning_speed,
