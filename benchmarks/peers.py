@@ -4,7 +4,7 @@ sample-factory's APPO in its A3C-like setting and stable-baselines3's A2C, on th
 agent steps a second (one step is one action, 4 frames of the game).
 
     python benchmarks/peers.py --out tmp/peers                          # 2 rounds of 60 s each
-    python benchmarks/peers.py --out tmp/peers --rounds 3 --seconds 90 --only ours sample-factory
+    python benchmarks/peers.py --out tmp/peers --rounds 3 --seconds 90 --only ours sample-factory --sf-batch 1280
 
 The peers run in virtual environments of their own, which the command builds in <out>/venvs/ the first time (a
 few minutes; Python 3.11, for which this machine's wheel cache holds a CPU-only torch, else PyPI's):
@@ -82,15 +82,15 @@ def ours(out, seconds, unsup, exp_id):
     return {"steps_per_sec": round(sum(rates), 1), "updates_per_sec": profile["updates_per_sec"]}
 
 
-def sample_factory(out, seconds, python):
-    """APPO in its A3C-like setting for WARMUP_SECS + `seconds`: agent steps/s between its first report after the
-    warm-up and its last."""
+def sample_factory(out, seconds, python, batch=ENVS * ROLLOUT):
+    """APPO in its A3C-like setting (learner batches of `batch` steps, a multiple of the rollout) for WARMUP_SECS +
+    `seconds`: agent steps/s between its first report after the warm-up and its last."""
     train_dir = os.path.join(out, "sample-factory")
     shutil.rmtree(train_dir, ignore_errors=True)
     log = os.path.join(out, "sample-factory.log")
     argv = [python, "-m", "sf_examples.vizdoom.train_vizdoom", "--env", "doom_my_way_home_flat_actions",
             "--algo", "APPO", "--device", "cpu", "--num_workers", "2", "--num_envs_per_worker", str(ENVS // 2),
-            "--rnn_size", "256", "--rollout", str(ROLLOUT), "--batch_size", str(ENVS * ROLLOUT), "--res_w", "42",
+            "--rnn_size", "256", "--rollout", str(ROLLOUT), "--batch_size", str(batch), "--res_w", "42",
             "--res_h", "42", "--train_for_env_steps", str(10 ** 10), "--experiment", "peers", "--train_dir", train_dir]
     with open(log, "w") as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
@@ -177,8 +177,13 @@ def main():
     parser.add_argument("--seconds", type=float, default=60.0, help="each measurement's, after its warm-up")
     parser.add_argument("--only", nargs="+", choices=PEERS, default=list(PEERS))
     parser.add_argument("--exp-id", type=int, default=23, help="ours: train.py's --expId (its ports)")
+    parser.add_argument("--sf-batch", type=int, default=ENVS * ROLLOUT,
+                        help="sample-factory's learner batch in steps, a multiple of 20 (default: one rollout of each "
+                             "environment, A3C's update)")
     parser.add_argument("--sb3-child", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sf_batch % ROLLOUT:
+        parser.error(f"--sf-batch {args.sf_batch}: sample-factory's batch must be a multiple of its rollout, {ROLLOUT}")
     if args.sb3_child is not None:
         sb3_child(args.sb3_child)
         return
@@ -186,7 +191,8 @@ def main():
     pythons = {name: build_venv(args.out, name) for name in VENVS if name in args.only}
     measure = {"ours": lambda: ours(args.out, args.seconds, "none", args.exp_id),
                "ours+icm": lambda: ours(args.out, args.seconds, "action", args.exp_id),
-               "sample-factory": lambda: sample_factory(args.out, args.seconds, pythons["sample-factory"]),
+               "sample-factory": lambda: sample_factory(args.out, args.seconds, pythons["sample-factory"],
+                                                        args.sf_batch),
                "sb3": lambda: sb3(args.out, args.seconds, pythons["sb3"])}
     rounds = []
     for number in range(args.rounds):
@@ -202,7 +208,8 @@ def main():
                 figures["to_sample_factory"] = round(figures["steps_per_sec"] / base, 2)
         rounds.append(measured)
         with open(os.path.join(args.out, "peers.json"), "w") as handle:
-            json.dump({"command": sys.argv, "seconds": args.seconds, "warmup_secs": WARMUP_SECS, "rounds": rounds},
+            json.dump({"command": sys.argv, "seconds": args.seconds, "warmup_secs": WARMUP_SECS,
+                       "sample_factory_batch": args.sf_batch, "rounds": rounds},
                       handle, indent=1)
     print(f"\n{'':<15}" + "".join(f"{'round ' + str(n + 1):>22}" for n in range(len(rounds))))
     for name in args.only:
