@@ -16,7 +16,10 @@ import time
 
 import tensorflow as tf
 
+import cluster as roles
 import logdir
+import runs
+import sessions
 from curiosity import assign_in_order
 from envs import GAME_METRICS, GameRecord
 from sessions import Timings
@@ -470,4 +473,58 @@ class EpisodeLogger:
         if self.visits_file is not None:
             self.visits_file.close()
 
+
+def run_learner_or_actor(tf1, args, spec, config, stop_flag, envs, variables, global_step, finish, learn, make_actor,
+                         progress=lambda trainer: trainer, init_fn=None, local_variables=(), resume_note=""):
+    """A task of an algorithm with a learner and actors on TensorFlow's cluster (Ape-X, IMPALA, PlaNet), from its
+    server to its last heartbeat. The learner, the chief, restores `variables` from its checkpoint (or initialises
+    them, or runs `init_fn`), checkpoints them every checkpoint_secs, runs `learn(session, writer, heartbeat)` to the
+    run's end (it returns the trainer) and saves a final checkpoint. An actor waits until they are ready, makes its
+    trainer with `make_actor(writer, episode_logger)`, runs it (`run(session, stop_flag, heartbeat, episode_logger)`)
+    and then `finish`, which tells the learner it may go. `progress(trainer)` is what the heartbeat reads."""
+    job, task = args.job_name, args.task
+    is_learner = roles.is_chief(job, task)
+    train_dir = logdir.checkpoints_dir(args.log_dir)
+    if is_learner:
+        latest = sessions.check_checkpoint(tf1, train_dir, variables)
+        logger.info("resuming from %s%s" % (latest, resume_note) if latest else
+                    f"no checkpoint in {train_dir}: starting fresh")
+    server = sessions.task_server(tf1, spec, job, task)
+    writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
+    supervisor, saver = sessions.managed_supervisor(
+        tf1, is_learner, train_dir, variables, global_step, writer, config.checkpoint_secs, init_fn=init_fn,
+        local_variables=local_variables, save_summaries=False)
+    own = [] if is_learner else [f"/job:{job}/task:{task}"]
+    heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
+    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
+                f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
+    trainer, episodes = None, 0
+    try:
+        session_config = sessions.task_session_config(tf1, [f"/job:{roles.LEARNER.job}", *own])
+        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
+                server.target, config=session_config) as session:
+            stop_flag.training = True
+            if is_learner:
+                trainer = learn(session, writer, heartbeat)
+                heartbeat.beat(progress(trainer), 0, state="stopping", force=True)
+                logger.info("saved the final checkpoint %s",  # named by the global step when saved
+                            saver.save(session, supervisor.save_path, global_step=global_step))
+            else:
+                episode_logger = EpisodeLogger(args.log_dir, task, writer, lambda: progress(trainer).last_global_step)
+                episode_logger.resume_from(int(session.run(global_step)))
+                trainer = make_actor(writer, episode_logger)
+                try:
+                    trainer.run(session, stop_flag, heartbeat, episode_logger)
+                    if not stop_flag.stop:
+                        session.run(finish)  # the learner may go
+                finally:
+                    episode_logger.close()
+                    trainer.close()
+                episodes = episode_logger.episodes
+            heartbeat.beat(progress(trainer), episodes, state="stopped", force=True)
+    finally:
+        writer.close()
+        for env in envs:
+            env.close()
+    logger.info("%s done at global step %d", roles.task_name(job, task), progress(trainer).last_global_step)
 

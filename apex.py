@@ -35,7 +35,8 @@ import offpolicy
 import replay
 import runs
 import sessions
-from acting import EpisodeLogger, NetworkCopy
+import acting
+from acting import NetworkCopy
 from constants import UsageError
 from sessions import AbortRetrySession, Timings, retried_runs
 
@@ -172,6 +173,7 @@ class Actor:
                     self.sync(session)
                 since_sync = 0
             heartbeat.beat(self, episode_logger.episodes)
+        self.send(sender)  # what it played since the last send
 
     def send(self, session):
         """The pending transitions with their priorities into the learner's queue, and the steps played into the
@@ -320,57 +322,21 @@ def run_task(args):
         graph = ApeXGraph(space, action_space, config, head, *devices(job, task), unsup=args.unsup, algo=args.algo)
     except ValueError as error:  # an impossible head/observation combination
         raise UsageError(str(error)) from None
-    train_dir = logdir.checkpoints_dir(args.log_dir)
-    if is_learner:
-        latest = sessions.check_checkpoint(tf1, train_dir, graph.shared_variables)
-        logger.info("resuming from %s; the replay refills first (%d transitions)" % (latest, config.learning_starts)
-                    if latest else f"no checkpoint in {train_dir}: starting fresh")
-    server = sessions.task_server(tf1, spec, job, task)
-    summary_writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
-    supervisor, saver = sessions.managed_supervisor(
-        tf1, is_learner, train_dir, graph.shared_variables, graph.network.global_step, summary_writer,
-        config.checkpoint_secs, init_fn=graph.network.initialise, local_variables=graph.actor_variables,
-        save_summaries=False)
-    own_device = devices(job, task)[1]
-    session_config = sessions.task_session_config(tf1, [f"/job:{roles.LEARNER.job}",
-                                                        *([own_device] if own_device else [])])
-    heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
-    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
-                f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
-    episodes = 0  # an actor's, at the end
-    trainer = None
-    try:
-        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
-                server.target, config=session_config) as session:
-            stop_flag.training = True
-            if is_learner:
-                memory = learner_replay(config, space, graph, one_step=graph.curious is not None)
-                trainer = Learner(graph, config, memory, summary_writer)
-                try:
-                    trainer.run(session, stop_flag, heartbeat)
-                    if not stop_flag.stop:
-                        trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
-                finally:
-                    trainer.close()
-                heartbeat.beat(trainer, 0, state="stopping", force=True)
-                saved = saver.save(session, supervisor.save_path, global_step=graph.network.global_step)
-                logger.info("saved the final checkpoint %s", saved)  # named by the global step when saved
-            else:
-                trainer = Actor(graph, actor_envs, config, task, len(spec[roles.ACTOR.job]))
-                episode_logger = EpisodeLogger(args.log_dir, task, summary_writer, lambda: trainer.last_global_step)
-                episode_logger.resume_from(int(session.run(graph.network.global_step)))
-                try:
-                    trainer.run(session, stop_flag, heartbeat, episode_logger)
-                    trainer.send(session)
-                    if not stop_flag.stop:
-                        session.run(graph.finish)  # the learner may go
-                finally:
-                    episode_logger.close()
-                    trainer.close()
-                episodes = episode_logger.episodes
-            heartbeat.beat(trainer, episodes, state="stopped", force=True)
-    finally:
-        summary_writer.close()
-        for env in actor_envs:
-            env.close()
-    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)
+
+    def learn(session, writer, heartbeat):
+        trainer = Learner(graph, config, learner_replay(config, space, graph, one_step=graph.curious is not None),
+                          writer)
+        try:
+            trainer.run(session, stop_flag, heartbeat)
+            if not stop_flag.stop:
+                trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
+        finally:
+            trainer.close()
+        return trainer
+
+    acting.run_learner_or_actor(
+        tf1, args, spec, config, stop_flag, actor_envs, graph.shared_variables, graph.network.global_step,
+        graph.finish, learn, lambda writer, episode_logger: Actor(graph, actor_envs, config, task,
+                                                                  len(spec[roles.ACTOR.job])),
+        init_fn=graph.network.initialise, local_variables=graph.actor_variables,
+        resume_note=f"; the replay refills first ({config.learning_starts} transitions)")

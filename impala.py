@@ -28,6 +28,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+import acting
 import cluster as roles
 import envs
 import logdir
@@ -544,53 +545,19 @@ def run_task(args):
     played = [] if is_learner else actor_envs(args, config, task, first)
     if is_learner:
         first.close()  # the learner plays no game: the first environment told it the shapes
-    train_dir = logdir.checkpoints_dir(args.log_dir)
-    if is_learner:
-        latest = sessions.check_checkpoint(tf1, train_dir, graph.shared_variables)
-        logger.info("resuming from %s" % latest if latest else f"no checkpoint in {train_dir}: starting fresh")
-    server = sessions.task_server(tf1, spec, job, task)
-    writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
-    supervisor, saver = sessions.managed_supervisor(
-        tf1, is_learner, train_dir, graph.shared_variables, graph.global_step, writer, config.checkpoint_secs,
-        local_variables=graph.actor_variables, save_summaries=False)
-    own_device = devices(job, task)[1]
-    session_config = sessions.task_session_config(tf1, [f"/job:{roles.LEARNER.job}",
-                                                        *([own_device] if own_device else [])])
-    heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
-    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
-                f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
-    episodes = 0
-    trainer = None
-    try:
-        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
-                server.target, config=session_config) as session:
-            stop_flag.training = True
-            if is_learner:
-                trainer = Learner(graph, config, writer, reward_clip(args, config))
-                trainer.run(session, stop_flag, heartbeat)
-                if not stop_flag.stop:
-                    trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
-                heartbeat.beat(trainer, 0, state="stopping", force=True)
-                saved = saver.save(session, supervisor.save_path, global_step=graph.global_step)
-                logger.info("saved the final checkpoint %s", saved)
-            else:
-                trainer = Actor(graph, played, config, task, envs.steps_in_threads(args.env_id) and len(played) > 1)
-                episode_logger = EpisodeLogger(args.log_dir, task, writer, lambda: trainer.last_global_step)
-                episode_logger.resume_from(int(session.run(graph.global_step)))
-                try:
-                    trainer.run(session, stop_flag, heartbeat, episode_logger)
-                    if not stop_flag.stop:
-                        session.run(graph.finish)  # the learner may go
-                finally:
-                    episode_logger.close()
-                    trainer.close()
-                episodes = episode_logger.episodes
-            heartbeat.beat(trainer, episodes, state="stopped", force=True)
-    finally:
-        writer.close()
-        for env in played:
-            env.close()
-    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.last_global_step)
+
+    def learn(session, writer, heartbeat):
+        trainer = Learner(graph, config, writer, reward_clip(args, config))
+        trainer.run(session, stop_flag, heartbeat)
+        if not stop_flag.stop:
+            trainer.finish(len(spec[roles.ACTOR.job]), stop_flag, heartbeat)
+        return trainer
+
+    acting.run_learner_or_actor(
+        tf1, args, spec, config, stop_flag, played, graph.shared_variables, graph.global_step, graph.finish, learn,
+        lambda writer, episode_logger: Actor(graph, played, config, task,
+                                             envs.steps_in_threads(args.env_id) and len(played) > 1),
+        local_variables=graph.actor_variables)
 
 
 class ActorThread(threading.Thread):

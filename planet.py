@@ -20,6 +20,7 @@ import types
 import numpy as np
 import tensorflow as tf
 
+import acting
 import evaluation
 import logdir
 import runs
@@ -31,7 +32,7 @@ from constants import UsageError
 from replay import stored_dtype, to_stored
 from offpolicy import Acting, STATS_WINDOW, EVAL_MAX_STEPS, DEFAULT_EVAL_EVERY, episode_arrays, new_record, record_step
 from sessions import DeferredInterrupt, Heartbeat, StopFlag, Timings, check_checkpoint, local_session_config
-from sessions import managed_supervisor, pretrain_init, restored_session, seed_task, task_server, task_session_config
+from sessions import pretrain_init, restored_session, seed_task
 
 tf1 = tf.compat.v1
 logger = logging.getLogger(__name__)
@@ -1153,55 +1154,24 @@ def run_task(args):
     seed_task(tf1, config.seed + task)
     learner_device = f"/job:{roles.LEARNER.job}/task:0/cpu:0"
     graph = ClusterGraph(shape, action_size, config, learner_device)
-    train_dir = logdir.checkpoints_dir(args.log_dir)
     pretrain = (args.pretrain, args.restore_include, args.restore_exclude) if args.pretrain else None
-    if is_learner:
-        latest = check_checkpoint(tf1, train_dir, graph.variables)
-        logger.info("resuming from %s" % latest if latest else f"no checkpoint in {train_dir}: starting fresh")
-    server = task_server(tf1, spec, job, task)
-    writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
-    supervisor, saver = managed_supervisor(tf1, is_learner, train_dir, graph.variables, graph.global_step, writer,
-                                           config.checkpoint_secs, init_fn=graph.initialise(pretrain),
-                                           save_summaries=False)
-    own = [] if is_learner else [f"/job:{job}/task:{task}"]
-    heartbeat = Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
-    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
-                f"actor {task} of {actors}, waiting for the learner to initialise")
-    trainer, episodes = None, 0
-    try:
-        with roles.learner_lost(tf1, args.learner_hosts), supervisor.managed_session(
-                server.target, config=task_session_config(tf1, [f"/job:{roles.LEARNER.job}", *own])) as session:
-            stop_flag.training = True
-            if is_learner:
-                trainer = ClusterLearner(graph, config, args.log_dir, writer, DEFAULT_EVAL_EVERY)
-                trainer.run(session, stop_flag, heartbeat)
-                if not stop_flag.stop:
-                    trainer.finish(session, actors, stop_flag, heartbeat)
-                    write_open_loop(session, graph.open_loop, args.log_dir, trainer.episodes_dir,
-                                    int(session.run(graph.global_step)))
-                heartbeat.beat(trainer.progress, 0, state="stopping", force=True)
-                logger.info("saved the final checkpoint %s", saver.save(session, supervisor.save_path,
-                                                                        global_step=graph.global_step))
-            else:
-                episode_logger = EpisodeLogger(args.log_dir, task, writer,
-                                               lambda: trainer.progress.last_global_step)
-                episode_logger.resume_from(int(session.run(graph.global_step)))
-                trainer = ClusterActor(graph, envs, config, task, actors,
-                                       os.path.join(args.log_dir, logdir.TRAIN_EPISODES), episode_logger)
-                try:
-                    trainer.run(session, stop_flag, heartbeat, episode_logger)
-                    if not stop_flag.stop:
-                        session.run(graph.finish)  # the learner may go
-                finally:
-                    episode_logger.close()
-                    trainer.close()
-                episodes = episode_logger.episodes
-            heartbeat.beat(trainer.progress, episodes, state="stopped", force=True)
-    finally:
-        writer.close()
-        for env in envs:
-            env.close()
-    logger.info("%s done at global step %d", roles.task_name(job, task), trainer.progress.last_global_step)
+
+    def learn(session, writer, heartbeat):
+        trainer = ClusterLearner(graph, config, args.log_dir, writer, DEFAULT_EVAL_EVERY)
+        trainer.run(session, stop_flag, heartbeat)
+        if not stop_flag.stop:
+            trainer.finish(session, actors, stop_flag, heartbeat)
+            write_open_loop(session, graph.open_loop, args.log_dir, trainer.episodes_dir,
+                            int(session.run(graph.global_step)))
+        return trainer
+
+    def make_actor(writer, episode_logger):
+        return ClusterActor(graph, envs, config, task, actors, os.path.join(args.log_dir, logdir.TRAIN_EPISODES),
+                            episode_logger)
+
+    acting.run_learner_or_actor(tf1, args, spec, config, stop_flag, envs, graph.variables, graph.global_step,
+                                graph.finish, learn, make_actor, progress=lambda trainer: trainer.progress,
+                                init_fn=graph.initialise(pretrain))
 
 
 def run_local(args):
