@@ -609,12 +609,13 @@ class LocalAgent(Agent):
         self.session, self.planner, self.space, self.noise, self.repeat = session, planner, space, 0.0, repeat
         self.rng, self.record, self.held = np.random.default_rng(0), None, None
         self.predicted, self.rewards, self.checks = [], [], []  # the episode's; its plan_check pairs
+        self.unrecorded = None  # [the last observation, the rewards] of the game's steps of a model step under way
 
     def reset(self):
         super().reset()
         if self.record is not None and self.planner.horizon:
             self.checks += plan_check(self.predicted, self.rewards, self.planner.horizon)
-        self.record, self.predicted, self.rewards = None, [], []
+        self.record, self.predicted, self.rewards, self.unrecorded = None, [], [], None
 
     def act(self, observation, greedy):
         if self.record is None:
@@ -627,10 +628,26 @@ class LocalAgent(Agent):
         return action
 
     def on_step(self, observation, action, reward, terminated):
+        """Record the model's steps, as the collected episodes are stored (one row for action_repeat of the game's
+        steps: the last observation, the rewards summed)."""
         if self.rewards:
             self.rewards[-1] += reward  # the model's step: the game's rewards while its action was held
+        self.unrecorded = [observation, reward + (self.unrecorded[1] if self.unrecorded else 0.0)]
+        if terminated or self.held[1] == self.repeat:
+            self._record_step(terminated)
+
+    def _record_step(self, terminated=False):
+        observation, reward = self.unrecorded
         record_step(self.record, to_stored(observation, self.planner.dtype), self.planner.last_action[0].copy(),
                     reward, terminated)
+        self.unrecorded = None
+
+    def episode_record(self):
+        """The episode just played as a stored episode's record, its last model step included where a time limit
+        cut it short."""
+        if self.unrecorded is not None:
+            self._record_step()
+        return self.record
 
     def plan_checks(self):
         """(predicted, realised) returns of every decision of the episodes played so far that had the planner's
@@ -897,7 +914,8 @@ class LocalRun:
                     env, agent, True, rng, EVAL_MAX_STEPS, bool(self.eval_frames), False,
                     seed=self.config.seed + 10_000 + index - 1, on_step=agent.on_step)
                 episodes.append(episode)
-                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES), episode_arrays(agent.record))
+                logdir.write_episode(os.path.join(self.log_dir, logdir.TEST_EPISODES),
+                                    episode_arrays(agent.episode_record()))
                 if self.eval_frames:
                     evaluation.write_frames(frames_dir, index, frames, self.eval_frames)
         finally:

@@ -59,7 +59,8 @@ def test_planet_in_one_process_collects_learns_evaluates_resumes_and_plays(plann
 
 def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
     """Pendulum-v1-pixels: the episodes stored as 64x64x3 uint8 frames (a quarter of float32's bytes), the model's
-    convolutions in the checkpoint, an evaluation, and demo.py's playback of the checkpoint from pixels."""
+    convolutions in the checkpoint, an evaluation whose episode is stored per model step as the collected ones, and
+    demo.py's playback of the checkpoint from pixels."""
     import json
 
     log_dir = tmp_path / "run"
@@ -72,6 +73,10 @@ def test_planet_from_pixels_stores_uint8_frames_and_plays_them_back(tmp_path):
     latest = tf.train.latest_checkpoint(str(log_dir / "train"))
     assert tf.train.load_variable(latest, "world_model/encoder/conv_3/w").shape == (4, 4, 8, 16)
     assert [int(line.split()[1]) for line in open(log_dir / "rewards.txt")] == [400]
+    tested = np.load(sorted((log_dir / "test_episodes").iterdir())[0])  # stored per model step, as the collected
+    assert tested["observation"].shape == (51, 64, 64, 3) and tested["action"].shape == (51, 1)
+    assert np.all(tested["action"][1:-1] != tested["action"][2:]), "one row per decision, not per game step"
+    assert tested["reward"].sum() == pytest.approx(float(open(log_dir / "rewards.txt").read().split()[2]), abs=0.1)
     import cv2
 
     strip = cv2.imread(str(log_dir / "predictions" / "open_loop_000000400.png"))
