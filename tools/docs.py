@@ -387,6 +387,18 @@ def planning_speed(page_dir):
             f"PlaNet's sizes for {data['observation_size']} observations and {data['action_size']} action.")
 
 
+def planner_ceiling(page_dir):
+    path = "docs/results/planet/planner_ceiling.json"
+    data = load(path)
+    rows = [[f"`{r['preset']}`", f"{r['candidates']:,} x {r['iterations']}, the best {r['top']}", str(r["horizon"]),
+             f"{round(r['mean']):,} ({round(min(r['returns'])):,} to {round(max(r['returns'])):,})"]
+            for r in data["results"]]
+    first = data["results"][0]
+    return (table(["preset", "candidates x refits", "horizon", "mean return of the episodes (min to max)"], rows)
+            + f"\n\nFrom {link(path, page_dir)}: {len(first['returns'])} episodes each from a seed-0 run's evaluation "
+            f"seeds, action_repeat {first['action_repeat']}; command: `{data['command']}`.")
+
+
 SPAWNS = "docs/results/doom-spawns/spawns.csv"  # benchmarks/doom_spawn_distances.py --out docs/results/doom-spawns
 PAPER_SPAWN_STEPS = {"doomSparse": 270, "doomVerySparse": 350}  # the paper's rooms' distances, in its "steps"
 
@@ -480,6 +492,7 @@ GENERATORS = {
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
     "planning-speed": planning_speed,
+    "planner-ceiling": planner_ceiling,
     "env-speed": env_speed,
     "ps-load": ps_load,
     "soak": soak_line,
