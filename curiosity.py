@@ -73,15 +73,6 @@ def forward_loss_per_step(predicted, target):
     return 0.5 * tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
 
 
-def forward_norm_per_step(predicted, target):
-    """||f(phi(s_t), a_t) - phi(s_t+1)||_2 of each step: RIDE's code's forward loss (its paper writes the square; the
-    norm's gradient keeps its size as the errors shrink, so the forward model keeps shaping phi). Its gradient at a
-    zero error is zero, as PyTorch's, not tf.norm's NaN."""
-    squared = tf.reduce_sum(tf.square(predicted - target), axis=1)  # [N]
-    positive = squared > 0.0
-    return tf.where(positive, tf.sqrt(tf.where(positive, squared, tf.ones_like(squared))), tf.zeros_like(squared))
-
-
 def pixel_loss_per_step(predicted, target):
     """0.5 x the mean squared error over the pixels of each step: normalised over the image, not the batch."""
     return 0.5 * tf.reduce_mean(tf.square(predicted - target), axis=list(range(1, len(target.shape))))  # [N]
@@ -683,7 +674,6 @@ class EmbeddingMemoryBonus(StateActionPredictor):
 
     reads_memory = True
     forward = False  # whether the ICM's forward model trains phi too (RIDE), beside the inverse model
-    forward_loss_of = staticmethod(forward_loss_per_step)  # its loss of each step, with a forward model
     memory_of_episode = True  # the memory is reset with each episode (not: lifelong in each process)
 
     def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
@@ -695,8 +685,7 @@ class EmbeddingMemoryBonus(StateActionPredictor):
             hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
                                        normalized_columns_initializer(PREDICTOR_INIT_STD)))
             predicted = linear(hidden, self.feature_size, "flast", normalized_columns_initializer(PREDICTOR_INIT_STD))
-            self.predicted_phi2 = predicted  # [N, F]
-            self.forward_loss = tf.reduce_mean(self.forward_loss_of(predicted, phi2))
+            self.forward_loss = tf.reduce_mean(forward_loss_per_step(predicted, phi2))
         self.bonus_per_step = tf.stop_gradient(self.step_rows())  # [N, ...]: what the memory reads of each step
         self.var_list = variables_since(variables_before)
 
@@ -737,11 +726,9 @@ class EllipticalBonus(EmbeddingMemoryBonus):
 class ImpactBonus(EmbeddingMemoryBonus):
     """RIDE (Raileanu and Rocktaschel 2020): the impact ||phi(s_t+1) - phi(s_t)||_2 of each step, phi trained by
     the ICM's inverse and forward losses in RIDE's proportion (RIDE_FORWARD_SHARE), divided by sqrt(N_episode(s_t+1)),
-    the count of s_t+1's observation in the episode so far (observation_key); the forward loss is the error's norm,
-    as RIDE's code has it (forward_norm_per_step)."""
+    the count of s_t+1's observation in the episode so far (observation_key)."""
 
     forward = True
-    forward_loss_of = staticmethod(forward_norm_per_step)
 
     def step_rows(self):
         impact = tf.norm(self.phi2 - self.phi1, axis=1, keepdims=True)  # [N, 1]
