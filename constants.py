@@ -81,6 +81,9 @@ class SharedConfig:
     forward_loss_wt: float = _param(0.2, """
     predictor loss = prediction_lr_scale x ((1 - forward_loss_wt) x inverse loss + forward_loss_wt x
     forward loss)""")
+    ride_forward_share: float = _param(10.0 / (10.0 + 0.1), """
+    --unsup ride: the forward loss's share in what trains the embedding, as forward_loss_wt is the ICM's; RIDE's
+    code weighs its forward loss 10 and its inverse loss 0.1""")
     two_streams: bool = _param(False, """
     the curiosity bonus is a stream of its own: a second value head learns its return, with gamma_int, and the
     policy follows ext_coef x the extrinsic advantage + int_coef x the bonus's (Burda et al. 2018); the
@@ -184,6 +187,7 @@ class SharedConfig:
             ("prediction_beta", self.prediction_beta >= 0.0, "must be >= 0"),
             ("prediction_lr_scale", self.prediction_lr_scale > 0.0, "must be > 0"),
             ("forward_loss_wt", 0.0 <= self.forward_loss_wt <= 1.0, "must lie in [0, 1]"),
+            ("ride_forward_share", 0.0 <= self.ride_forward_share <= 1.0, "must lie in [0, 1]"),
             ("gamma_int", 0.0 <= self.gamma_int <= 1.0, "must lie in [0, 1]"),
             ("ext_coef", self.ext_coef >= 0.0, "must be >= 0"),
             ("int_coef", self.int_coef >= 0.0, "must be >= 0"),

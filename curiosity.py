@@ -534,9 +534,6 @@ class RandomNetworkDistillation(Curiosity):
 
 E3B_RIDGE = 0.1  # E3B's lambda: each episode's covariance starts as lambda I (Henaff et al. 2022's default)
 SIMHASH_BITS = 32  # SimHash's k: the bits of a state's code (Tang et al. 2017 used 64 to 256 on Atari)
-# RIDE's weights of its forward and inverse losses on the shared embedding (its code's forward_loss_coef 10 and
-# inverse_loss_coef 0.1), as the forward model's share of their sum
-RIDE_FORWARD_SHARE = 10.0 / (10.0 + 0.1)
 
 
 class EllipticalMemory:
@@ -725,7 +722,7 @@ class EllipticalBonus(EmbeddingMemoryBonus):
 
 class ImpactBonus(EmbeddingMemoryBonus):
     """RIDE (Raileanu and Rocktaschel 2020): the impact ||phi(s_t+1) - phi(s_t)||_2 of each step, phi trained by
-    the ICM's inverse and forward losses in RIDE's proportion (RIDE_FORWARD_SHARE), divided by sqrt(N_episode(s_t+1)),
+    the ICM's inverse and forward losses in RIDE's proportion (ride_forward_share), divided by sqrt(N_episode(s_t+1)),
     the count of s_t+1's observation in the episode so far (observation_key)."""
 
     forward = True
@@ -740,7 +737,7 @@ class ImpactBonus(EmbeddingMemoryBonus):
     def forward_share(self, config):
         """RIDE's: its embedding is shaped mostly by the forward model, the inverse model keeping it from
         collapsing."""
-        return RIDE_FORWARD_SHARE
+        return config.ride_forward_share
 
 
 class NearestNeighbourBonus(EmbeddingMemoryBonus):

@@ -153,9 +153,12 @@ def test_ride_counts_minigrids_views_exactly_and_shapes_phi_mostly_by_its_forwar
             config = Config(prediction_lr_scale=1.0)
             loss, inverse, forward = session.run([module.training_loss(config), module.inverse_loss,
                                                   module.forward_loss], feed)
+            icm_weights = session.run(module.training_loss(Config(prediction_lr_scale=1.0, ride_forward_share=0.2)),
+                                      feed)
     memory = module.memory()
     assert [memory.visit(row) for row in rows] == pytest.approx([rows[0, 0], rows[1, 0], rows[2, 0] / np.sqrt(2)])
     assert loss == pytest.approx((0.1 * inverse + 10.0 * forward) / 10.1, rel=1e-5)
+    assert icm_weights == pytest.approx(0.8 * inverse + 0.2 * forward, rel=1e-5)  # ride_forward_share chooses
     # elsewhere (pixels) the key is the observation's SimHash code: near frames share a count
     assert isinstance(curiosity.observation_key("doom", 42 * 42), curiosity.SimHash)
 
