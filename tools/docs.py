@@ -377,12 +377,21 @@ def soak_line(page_dir):
         break_on_hyphens=False)
 
 
+CEM_COLUMNS = ["preset", "candidates x refits", "horizon"]
+
+
+def cem_cells(result):
+    """A planner benchmark's row's first cells: its preset and that preset's cross-entropy method (CEM_COLUMNS)."""
+    return [f"`{result['preset']}`", f"{result['candidates']:,} x {result['iterations']}, the best {result['top']}",
+            str(result["horizon"])]
+
+
 def planning_speed(page_dir):
     path = "docs/results/planet/planning_speed.json"
     data = load(path)
-    rows = [[f"`{r['preset']}`", f"{r['candidates']:,} x {r['iterations']}, the best {r['top']}", str(r["horizon"]),
-             f"{r['median_ms']:,.0f} ({r['min_ms']:,.0f}-{r['max_ms']:,.0f})"] for r in data["results"]]
-    return (table(["preset", "candidates x refits", "horizon", "ms a decision: median (range)"], rows)
+    rows = [cem_cells(r) + [f"{r['median_ms']:,.0f} ({r['min_ms']:,.0f}-{r['max_ms']:,.0f})"]
+            for r in data["results"]]
+    return (table(CEM_COLUMNS + ["ms a decision: median (range)"], rows)
             + f"\n\nFrom {link(path, page_dir)}: {data['results'][0]['decisions']} timed decisions each, a model of "
             f"PlaNet's sizes for {data['observation_size']} observations and {data['action_size']} action.")
 
@@ -390,11 +399,10 @@ def planning_speed(page_dir):
 def planner_ceiling(page_dir):
     path = "docs/results/planet/planner_ceiling.json"
     data = load(path)
-    rows = [[f"`{r['preset']}`", f"{r['candidates']:,} x {r['iterations']}, the best {r['top']}", str(r["horizon"]),
-             f"{round(r['mean']):,} ({round(min(r['returns'])):,} to {round(max(r['returns'])):,})"]
+    rows = [cem_cells(r) + [f"{round(r['mean']):,} ({round(min(r['returns'])):,} to {round(max(r['returns'])):,})"]
             for r in data["results"]]
     first = data["results"][0]
-    return (table(["preset", "candidates x refits", "horizon", "mean return of the episodes (min to max)"], rows)
+    return (table(CEM_COLUMNS + ["mean return of the episodes (min to max)"], rows)
             + f"\n\nFrom {link(path, page_dir)}: {len(first['returns'])} episodes each from a seed-0 run's evaluation "
             f"seeds, action_repeat {first['action_repeat']}; command: `{data['command']}`.")
 
