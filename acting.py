@@ -489,14 +489,15 @@ def run_learner_or_actor(tf1, args, spec, config, stop_flag, envs, variables, gl
         latest = sessions.check_checkpoint(tf1, train_dir, variables)
         logger.info("resuming from %s%s" % (latest, resume_note) if latest else
                     f"no checkpoint in {train_dir}: starting fresh")
-    server = sessions.task_server(tf1, spec, job, task)
+    threads = sessions.learner_threads(spec, args.threads) if is_learner else sessions.TASK_THREADS
+    server = sessions.task_server(tf1, spec, job, task, threads)
     writer = tf1.summary.FileWriter(logdir.events_dir(args.log_dir, roles.heartbeat_key(job, task)))
     supervisor, saver = sessions.managed_supervisor(
         tf1, is_learner, train_dir, variables, global_step, writer, config.checkpoint_secs, init_fn=init_fn,
         local_variables=local_variables, save_summaries=False)
     own = [] if is_learner else [f"/job:{job}/task:{task}"]
     heartbeat = sessions.Heartbeat(args.log_dir, task, config.max_global_steps, job=job)
-    logger.info("%s; %s", runs.describe_cluster(args), "the learner" if is_learner else
+    logger.info("%s; %s", runs.describe_cluster(args), f"the learner, {threads[0]} TensorFlow threads" if is_learner else
                 f"actor {task} of {len(spec[roles.ACTOR.job])}, waiting for the learner to initialise")
     trainer, episodes = None, 0
     try:

@@ -361,8 +361,8 @@ RUN_FLAGS = (
             "checkpoint); the global step restarts at 0"),
     RunFlag("prefill_random", ("--prefill-random",), "--algo dqn or sac: a new run first plays this many episodes of "
             "uniformly random actions into its replay and train_episodes/", default=0, type=int),
-    RunFlag("threads", ("--threads",), "one process (--num-workers 0): TensorFlow's threads (intra- and inter-op); 0: "
-            "its default, one per core (A3C: a cluster worker's, 1 and 2). Runs that share the cores run faster with a share each (2 runs on 2 cores: "
+    RunFlag("threads", ("--threads",), "one process (--num-workers 0), or a cluster's learner: TensorFlow's threads (intra- and inter-op); 0: "
+            "its default, one per core (A3C: a cluster worker's, 1 and 2; a learner: the cores its actors leave, one each). Runs that share the cores run faster with a share each (2 runs on 2 cores: "
             "--threads 1, docs/history/2026-11-25-dqn.md)", default=0, type=int),
     RunFlag("restore_include", ("--restore-include",), "with --pretrain: restore only the variables whose names "
             "match this regular expression (e.g. '^actor/')"),

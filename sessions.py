@@ -424,10 +424,23 @@ def task_session_config(tf1, devices):
 TASK_THREADS = (1, 2)  # a playing task's TensorFlow threads (intra-op, inter-op): few, as the original's
 
 
-def task_server(tf1, spec, job, task):
-    """This task's tf.train.Server in the cluster `spec`, with TASK_THREADS."""
+def task_server(tf1, spec, job, task, threads=TASK_THREADS):
+    """This task's tf.train.Server in the cluster `spec`, with `threads` (intra-op, inter-op)."""
     return tf1.train.Server(tf1.train.ClusterSpec(spec), job_name=job, task_index=task,
-                            config=local_session_config(*TASK_THREADS))
+                            config=local_session_config(*threads))
+
+
+def learner_threads(spec, requested=0, cores=None):
+    """The TensorFlow threads (intra-op and inter-op alike) of the learner of the cluster `spec` (Ape-X, IMPALA,
+    PlaNet): `requested` where given (--threads), else the cores of its machine that the actors there leave, one
+    each, and never fewer than a playing task's. It trains on every actor's steps and runs their sends, where an
+    actor only acts."""
+    if requested:
+        return requested, requested
+    learner_host = spec[cluster.LEARNER.job][0].rsplit(":", 1)[0]
+    actors_here = sum(address.rsplit(":", 1)[0] == learner_host for address in spec.get(cluster.ACTOR.job, []))
+    threads = max(TASK_THREADS[0], (os.cpu_count() if cores is None else cores) - actors_here)
+    return threads, max(TASK_THREADS[1], threads)
 
 
 def local_session_config(threads, inter_threads=None):

@@ -383,9 +383,10 @@ def check_args(args):
                               f"{args.num_workers} workers, got {args.num_ps}")
     if args.eval_every is not None and args.eval_every < 1:
         raise LaunchError(f"--eval-every must be at least 1 global step, got {args.eval_every}")
-    if args.threads < 0 or (args.threads and args.num_workers != 0):
+    if args.threads < 0 or (args.threads and args.num_workers != 0 and not algorithms.get(args.algo).serving.chief):
         raise LaunchError(f"--threads takes a number >= 0 of TensorFlow threads for a one-process run (--num-workers "
-                          f"0); got {args.threads} with --num-workers {args.num_workers}")
+                          f"0) or a learner; got {args.threads} with --algo {args.algo} --num-workers "
+                          f"{args.num_workers}")
     if args.eval_episodes < 1:
         raise LaunchError(f"--eval-episodes must be at least 1, got {args.eval_episodes}")
     if not 0 <= args.exp_id <= MAX_EXP_ID:

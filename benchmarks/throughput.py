@@ -12,7 +12,8 @@ Measurements per worker count (and, for acting and training, per number K of env
                    what the model's arithmetic alone allows, the ceiling of training on these cores
                    (--unsup as for training);
   training         the real run: `train.py --mode child` (parameter server + workers + updates), measured
-                   from the global step in the episode CSVs after a warm-up.
+                   from the tasks' heartbeats after a warm-up; with --algo impala a learner and N actors, the
+                   steps the learner trained a second.
 Each line also gives the rate as a fraction of the environment-only rate of the same run.
 
     python benchmarks/throughput.py --workers 1 2 --seconds 30
@@ -26,6 +27,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --measurements env learner training          # the game's ceiling, the arithmetic's, and what training gets
     python benchmarks/throughput.py --env-id doom --workers 1 2 --envs-per-worker 16 --unsup action \
         --measurements training --cores-per-worker 1 # scaling per core: worker i on core i alone
+    python benchmarks/throughput.py --env-id doom --workers 1 8 14 --envs-per-worker 4 --unsup action \
+        --measurements training --algo impala        # IMPALA: a learner and 1, 8, 14 actors
 """
 import argparse
 import collections
@@ -42,6 +45,8 @@ import gymnasium
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import algorithms  # noqa: E402
+import cluster  # noqa: E402
 import logdir  # noqa: E402
 
 logdir.tf_environment()
@@ -199,10 +204,19 @@ def in_processes(function, env_id, seconds, workers, count, env_wrap=False, *mor
         return pool.starmap(function, [(env_id, seconds, seed, count, env_wrap, *more) for seed in range(workers)])
 
 
-def worker_status(log_dir, workers):
-    """The workers' heartbeats (status_<i>.json), or None while one is missing."""
-    records = [logdir.read_json(logdir.heartbeat_json(log_dir, task)) for task in range(workers)]
+def task_status(log_dir, keys):
+    """The heartbeats (status_<key>.json) of the tasks `keys`, or None while one is missing."""
+    records = [logdir.read_json(logdir.heartbeat_json(log_dir, key)) for key in keys]
     return None if any(record is None or "seconds_in" not in record for record in records) else records
+
+
+def measured_tasks(algo, workers):
+    """(the heartbeat keys of the tasks that play, of those that train) in a run of `algo` with `workers` players:
+    A3C's workers do both; IMPALA's actors play and its learner trains on what they send."""
+    row = algorithms.get(algo)
+    players = [cluster.heartbeat_key(row.playing.job, task) for task in range(workers)]
+    learns = [cluster.heartbeat_key(row.serving.job, 0)] if row.serving.chief else players
+    return players, learns
 
 
 def cpu_seconds(pids):
@@ -226,78 +240,105 @@ def pin(pid, cores):
                 pass
 
 
-def pin_workers(log_dir, cores_per_worker):
-    """Worker i on cores [i * C, (i + 1) * C) (modulo the machine's), the parameter servers unpinned: {name: cores}.
-    Then one worker's rate against several workers' is scaling per core, not one worker spreading its threads
-    and engines over every core against several sharing them."""
+def pin_workers(log_dir, cores_per_worker, playing_job):
+    """Player i (A3C's worker, an actor) on cores [i * C, (i + 1) * C) (modulo the machine's), the rest unpinned:
+    {name: cores}. Then one worker's rate against several workers' is scaling per core, not one worker spreading
+    its threads and engines over every core against several sharing them."""
     placed = {}
     for name, pid in train.run_roles(log_dir).items():
-        if name.startswith("w-"):
-            first = int(name[2:]) * cores_per_worker
+        found = cluster.parse_task_name(name)
+        if found is not None and found[0] == playing_job:
+            first = found[1] * cores_per_worker
             placed[name] = sorted({(first + offset) % os.cpu_count() for offset in range(cores_per_worker)})
             pin(pid, placed[name])
     return placed
 
 
 def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1, overrides=(),
-             cores_per_worker=0):
-    """Aggregate steps/s of a real run over `seconds` after a warm-up, from the workers' heartbeats; with it,
-    each thread's seconds per environment step by phase (mean over workers), the processes' memory and the
-    parameter servers' CPU use (percent of one core) over the same seconds."""
-    log_dir = os.path.join(out, f"train-{workers}x{count}-ps{num_ps}")
+             cores_per_worker=0, algo="a3c"):
+    """Aggregate steps/s trained by a real run over `seconds` after a warm-up, from the tasks' heartbeats; with it,
+    each thread's seconds per environment step by phase (mean over the players; IMPALA's learner apart), the
+    processes' memory and the CPU use (percent of one core) of the tasks that hold the variables (A3C's parameter
+    servers, IMPALA's learner) over the same seconds."""
+    row = algorithms.get(algo)
+    log_dir = os.path.join(out, f"train-{algo}-{workers}x{count}-ps{num_ps}")
     shutil.rmtree(log_dir, ignore_errors=True)
     argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
-            "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard", "--unsup", unsup,
-            "--envs-per-worker", str(count), "--num-ps", str(num_ps)] + (["--envWrap"] if env_wrap else [])
+            "--algo", algo, "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard",
+            "--unsup", unsup, "--envs-per-worker", str(count)] + (["--envWrap"] if env_wrap else [])
+    argv += ["--num-ps", str(num_ps)] if row.serving.job == cluster.PS.job else []
     argv += [part for override in overrides for part in ("--set", override)]
+    players, learns = measured_tasks(algo, workers)
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
-        while time.time() < deadline and worker_status(log_dir, workers) is None:
+        while time.time() < deadline and task_status(log_dir, players + learns) is None:
             time.sleep(1)
-        placed = pin_workers(log_dir, cores_per_worker) if cores_per_worker else None
+        placed = pin_workers(log_dir, cores_per_worker, row.playing.job) if cores_per_worker else None
         time.sleep(WARMUP_SECS)
-        servers = {name: pid for name, pid in train.run_roles(log_dir).items() if name.startswith("ps")}
-        before, cpu_before, started = worker_status(log_dir, workers), cpu_seconds(servers), time.time()
+        servers = {name: pid for name, pid in train.run_roles(log_dir).items()
+                   if cluster.parse_task_name(name)[0] == row.serving.job}
+        before, cpu_before, started = task_status(log_dir, players + learns), cpu_seconds(servers), time.time()
         time.sleep(seconds)
-        after, cpu_after, elapsed = worker_status(log_dir, workers), cpu_seconds(servers), time.time() - started
+        after, cpu_after, elapsed = task_status(log_dir, players + learns), cpu_seconds(servers), time.time() - started
         memory = train.run_memory_mb(log_dir)
     finally:
         train.stop_run(log_dir, None, quiet=True)
         launcher.wait(timeout=60)
     if before is None or after is None:
-        raise SystemExit(f"the run in {log_dir} did not start training within 120 s: see its w-*.out")
-    rates, per_step, updates = [], collections.defaultdict(float), 0
-    for start, end in zip(before, after):
-        steps = end["steps_trained"] - start["steps_trained"]
-        rates.append(steps / (end["time"] - start["time"]))
-        updates += end["updates"] - start["updates"]
-        for phase, value in end["seconds_in"].items():
-            per_step[phase] += (value - start["seconds_in"][phase]) / max(steps, 1) / workers
+        raise SystemExit(f"the run in {log_dir} did not start training within 120 s: see its *.out")
+    tasks = {key: (start, end) for key, start, end in zip(players + learns, before, after)}
+    rates = [(tasks[key][1]["steps_trained"] - tasks[key][0]["steps_trained"])
+             / (tasks[key][1]["time"] - tasks[key][0]["time"]) for key in learns]
+    updates = sum(tasks[key][1]["updates"] - tasks[key][0]["updates"] for key in learns)
     ps_seconds = {name: cpu_after[name] - cpu_before[name] for name in sorted(cpu_before) if name in cpu_after}
     ps_cpu = {name: round(100 * seconds / elapsed) for name, seconds in ps_seconds.items()}
     # One update moves the same bytes to and from the parameter servers whatever its batch (the gradients of
     # every global variable, then their values at the next sync), so their CPU per update says how many
     # updates per second they can serve, and so at how many workers they stop keeping up.
-    return rates, {"microseconds_per_step": {phase: round(1e6 * value) for phase, value in per_step.items()},
-                   "rss_mb": memory, "ps_cpu_percent": ps_cpu, "worker_cores": placed,
-                   "updates_per_sec": round(updates / elapsed, 1),
-                   "ps_cpu_ms_per_update": round(1000 * sum(ps_seconds.values()) / updates, 2) if updates else None}
+    profile = {"microseconds_per_step": phase_microseconds([tasks[key] for key in players]),
+               "rss_mb": memory, "ps_cpu_percent": ps_cpu, "worker_cores": placed,
+               "updates_per_sec": round(updates / elapsed, 1),
+               "ps_cpu_ms_per_update": round(1000 * sum(ps_seconds.values()) / updates, 2) if updates else None}
+    if learns != players:
+        profile["learner_microseconds_per_step"] = phase_microseconds([tasks[key] for key in learns])
+        profile["played_steps_per_sec"] = round(sum(
+            (tasks[key][1]["steps_trained"] - tasks[key][0]["steps_trained"])
+            / (tasks[key][1]["time"] - tasks[key][0]["time"]) for key in players), 1)
+    return rates, profile
+
+
+def phase_microseconds(spans):
+    """Microseconds an environment step in each phase, the mean over tasks of (start, end) heartbeats, each task's
+    seconds divided by the steps it played or trained itself."""
+    per_step = collections.defaultdict(float)
+    for start, end in spans:
+        steps = max(end["steps_trained"] - start["steps_trained"], 1)
+        for phase, value in end["seconds_in"].items():
+            per_step[phase] += (value - start["seconds_in"][phase]) / steps / len(spans)
+    return {phase: round(1e6 * value) for phase, value in per_step.items()}
 
 
 def print_profile(profile):
-    """Where a worker's time goes, per environment step, in each of its two threads."""
+    """Where a worker's time goes, per environment step, in each of its two threads (IMPALA: an actor's phases,
+    then the learner's per step trained)."""
     from sessions import Timings
 
     micro = profile["microseconds_per_step"]
-    for thread, phases in (("runner", Timings.RUNNER), ("trainer", Timings.TRAINER)):
-        busy = ", ".join(f"{phase} {micro[phase]}" for phase in phases)
-        print(f"{'':>12}{thread} thread, us per env step: {busy} (sum {sum(micro[p] for p in phases)})", flush=True)
+    learner = profile.get("learner_microseconds_per_step")
+    threads = ((("actor", Timings.RUNNER + ("sync",), micro), ("learner", Timings.TRAINER, learner)) if learner else
+               (("runner", Timings.RUNNER, micro), ("trainer", Timings.TRAINER, micro)))
+    for thread, phases, values in threads:
+        busy = ", ".join(f"{phase} {values[phase]}" for phase in phases if phase in values)
+        total = sum(values.get(phase, 0) for phase in phases)
+        print(f"{'':>12}{thread}, us per env step: {busy} (sum {total})", flush=True)
+    if learner:
+        print(f"{'':>12}the actors sent {profile['played_steps_per_sec']:.0f} steps/s", flush=True)
     print(f"{'':>12}resident MB: " + ", ".join(f"{name} {mb}" for name, mb in profile["rss_mb"].items()), flush=True)
     if profile["worker_cores"]:
         print(f"{'':>12}pinned to cores: " + ", ".join(f"{name} {','.join(map(str, cores))}"
                                                       for name, cores in profile["worker_cores"].items()), flush=True)
-    print(f"{'':>12}parameter servers' CPU, % of a core: "
+    print(f"{'':>12}CPU of the tasks holding the variables, % of a core: "
           + ", ".join(f"{name} {percent}" for name, percent in profile["ps_cpu_percent"].items())
           + f"; {profile['updates_per_sec']} updates/s, {profile['ps_cpu_ms_per_update']} ms of their CPU per "
             f"update", flush=True)
@@ -326,6 +367,8 @@ def main():
                         help="a hyper-parameter of the training measurement (train.py's --set; repeatable)")
     parser.add_argument("--cores-per-worker", type=int, default=0, metavar="C",
                         help="training: worker i and its engines on cores [i*C, (i+1)*C) only (0: unpinned)")
+    parser.add_argument("--algo", default="a3c", choices=("a3c", "impala"),
+                        help="training: A3C's workers, or IMPALA's learner and --workers actors")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
     if args.cores_per_worker < 0 or args.cores_per_worker > os.cpu_count():
@@ -345,12 +388,13 @@ def main():
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
                                                    args.unsup, count, args.env_wrap, num_ps, args.overrides,
-                                                   args.cores_per_worker)
+                                                   args.cores_per_worker, args.algo)
                 else:
                     more = (args.unsup,) if name == "learner" else ()
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
                                               args.env_wrap, *more)
                 label = f"{name} ({num_ps} ps)" if name == "training" and args.num_ps != [1] else name
+                label = f"{args.algo} {label}" if name == "training" and args.algo != "a3c" else label
                 total = sum(per_worker)
                 env_rate = total if name == "env" else env_rate
                 ratio = f"{total / env_rate:7.2f}" if env_rate else f"{'':>7}"
@@ -366,6 +410,7 @@ def main():
                     print_profile(profile)
     with open(os.path.join(args.out, "throughput.json"), "w") as handle:
         json.dump({"env_id": args.env_id, "env_wrap": args.env_wrap, "unsup": args.unsup, "cpus": os.cpu_count(),
+                   "algo": args.algo,
                    "overrides": args.overrides, "cores_per_worker": args.cores_per_worker,
                    "seconds": args.seconds,
                    "results": results},

@@ -650,6 +650,17 @@ def test_a_one_process_run_takes_the_tensorflow_threads_it_is_given():
     assert (default.intra_op_parallelism_threads, default.inter_op_parallelism_threads) == (0, 0)
 
 
+def test_a_learner_takes_the_cores_its_actors_leave_on_its_machine_or_the_threads_it_is_given():
+    import sessions
+
+    spec = {"learner": ["10.9.0.1:2222"], "actor": ["10.9.0.1:2223", "10.9.0.1:2224", "10.9.0.2:2222"]}
+    assert sessions.learner_threads(spec, cores=16) == (14, 14)  # the actor on 10.9.0.2 takes none of its cores
+    assert sessions.learner_threads(spec, cores=2) == sessions.TASK_THREADS  # never fewer than an actor's
+    assert sessions.learner_threads(spec, requested=3, cores=16) == (3, 3)
+    crowded = {"learner": ["localhost:1"], "actor": [f"localhost:{port}" for port in range(2, 16)]}
+    assert sessions.learner_threads(crowded, cores=16) == (2, 2)
+
+
 def test_an_impossible_network_in_one_process_is_one_line(tmp_path):
     cases = {("--design-head", "nature"): "--designHead nature needs image observations; this environment gives vectors",
              ("--unsup", "state"): "--unsup state predicts images with the universe head: it needs image observations"}

@@ -311,6 +311,27 @@ def speed_line(page_dir):
                          break_long_words=False, break_on_hyphens=False)
 
 
+SCALING = ("docs/results/scaling/16-cores-impala.json", "docs/results/scaling/16-cores-a3c.json")
+
+
+def scaling_table(page_dir):
+    """Training steps/s with 1..N players on the 16-core machine: each algorithm's against N times its one player's,
+    from benchmarks/throughput.py's files (each algorithm's rows come from one run of it)."""
+    rows = []
+    for path in SCALING:
+        data = load(path)
+        runs = sorted((r for r in data["results"] if r["measurement"] == "training"), key=lambda r: r["workers"])
+        one = runs[0]["aggregate_steps_per_sec"] / runs[0]["workers"]
+        for run in runs:
+            players = "actors" if data.get("algo") == "impala" else "workers"
+            rows.append([f"`{data.get('algo', 'a3c')}`", f"{run['workers']} {players} x {run['envs_per_worker']}",
+                         f"{run['aggregate_steps_per_sec']:,.0f}",
+                         f"{run['aggregate_steps_per_sec'] / (one * run['workers']):.2f}",
+                         f"{run['profile']['updates_per_sec']:.1f}", link(path, page_dir)])
+    return table(["algorithm", "players x environments", "steps/s trained", "of N x one player's", "updates/s",
+                  "file"], rows)
+
+
 def peers_table(page_dir):
     """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
     path = "docs/results/peers/peers.json"
@@ -497,6 +518,7 @@ GENERATORS = {
     **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
     "speed": speed_line,
     "peers": peers_table,
+    "scaling": scaling_table,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
     "planning-speed": planning_speed,
