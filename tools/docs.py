@@ -311,25 +311,30 @@ def speed_line(page_dir):
                          break_long_words=False, break_on_hyphens=False)
 
 
-SCALING = ("docs/results/scaling/16-cores-impala.json", "docs/results/scaling/16-cores-a3c.json")
+SCALING = ("docs/results/scaling/16-cores-impala-icm.json", "docs/results/scaling/16-cores-a3c-icm.json",
+           "docs/results/scaling/16-cores-impala-none.json")  # the first two from one run of the device's script
 
 
 def scaling_table(page_dir):
-    """Training steps/s with 1..N players on the 16-core machine: each algorithm's against N times its one player's,
-    from benchmarks/throughput.py's files (each algorithm's rows come from one run of it)."""
+    """Training steps/s with 1..N players on the 16-core machine: each run's against N times its one player's, from
+    benchmarks/throughput.py's files."""
     rows = []
     for path in SCALING:
         data = load(path)
         runs = sorted((r for r in data["results"] if r["measurement"] == "training"), key=lambda r: r["workers"])
         one = runs[0]["aggregate_steps_per_sec"] / runs[0]["workers"]
+        players = "actors" if data.get("algo") == "impala" else "workers"
+        bonus = "the ICM" if data["unsup"] == "action" else data["unsup"]
         for run in runs:
-            players = "actors" if data.get("algo") == "impala" else "workers"
-            rows.append([f"`{data.get('algo', 'a3c')}`", f"{run['workers']} {players} x {run['envs_per_worker']}",
+            profile = run["profile"]
+            busy = profile["ps_cpu_percent"]
+            rows.append([f"`{data.get('algo', 'a3c')}`, {bonus}", f"{run['workers']} {players[:-1] if run['workers'] == 1 else players} x {run['envs_per_worker']}",
                          f"{run['aggregate_steps_per_sec']:,.0f}",
                          f"{run['aggregate_steps_per_sec'] / (one * run['workers']):.2f}",
-                         f"{run['profile']['updates_per_sec']:.1f}", link(path, page_dir)])
-    return table(["algorithm", "players x environments", "steps/s trained", "of N x one player's", "updates/s",
-                  "file"], rows)
+                         f"{profile['updates_per_sec']:.1f}",
+                         ", ".join(f"{name} {percent}%" for name, percent in busy.items()), link(path, page_dir)])
+    return table(["algorithm, bonus", "players x environments", "steps/s trained", "of N x one player's",
+                  "updates/s", "CPU of the task holding the variables", "file"], rows)
 
 
 def peers_table(page_dir):
