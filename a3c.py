@@ -338,24 +338,11 @@ class A3C:
         global variables."""
         with self.timings.phase("queue_get"):
             rollouts = self.pull_batch_from_queue()
-        clip = self.config.reward_clip if self.env_wrap else None
         with self.timings.phase("advantages"):
-            batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
-                                                   self.config.reward_scale, self.intrinsic)
-                                   for rollout in rollouts])
-            if self.config.center_advantages:
-                batch = batch._replace(advantages=batch.advantages - batch.advantages.mean())
+            batch = self.batch_of(rollouts)
         with self.timings.phase("sync"):
             self.sync_local()
-        pi = self.local_network
-        feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
-                pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,
-                self.returns: batch.returns}
-        if self.intrinsic is not None:
-            feed[self.returns_int] = batch.returns_int
-        if self.local_predictor is not None:
-            feed.update(self.local_predictor.feed_sequences(batch.sequences, batch.actions))
-            feed.update(self.local_predictor.update_feed(rollouts))
+        feed = self.train_feed(batch, rollouts)
         summarise = self.summary_writer is not None and self.updates % self.config.summary_every_updates == 0
         fetches = [self.train_op, self.next_global_step, self.update_finite]
         fetches += [self.summary_op] if summarise else []
@@ -372,6 +359,28 @@ class A3C:
             self.summary_writer.add_summary(results[3], self.last_global_step)
             self._write_fps(rollouts)
         return batch
+
+    def batch_of(self, rollouts):
+        """The rollouts as one padded batch with their returns and advantages."""
+        clip = self.config.reward_clip if self.env_wrap else None
+        batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
+                                               self.config.reward_scale, self.intrinsic) for rollout in rollouts])
+        if self.config.center_advantages:
+            batch = batch._replace(advantages=batch.advantages - batch.advantages.mean())
+        return batch
+
+    def train_feed(self, batch, rollouts):
+        """The feed of the train call on `batch` (made of `rollouts`)."""
+        pi = self.local_network
+        feed = {pi.x: batch.observations, pi.lengths: batch.lengths, pi.state_in.c: batch.features.c,
+                pi.state_in.h: batch.features.h, self.actions: batch.actions, self.advantages: batch.advantages,
+                self.returns: batch.returns}
+        if self.intrinsic is not None:
+            feed[self.returns_int] = batch.returns_int
+        if self.local_predictor is not None:
+            feed.update(self.local_predictor.feed_sequences(batch.sequences, batch.actions))
+            feed.update(self.local_predictor.update_feed(rollouts))
+        return feed
 
     @property
     def skipped_updates(self):

@@ -10,9 +10,21 @@ import contextlib
 import hashlib
 import json
 import re
+import socket
 
 import algorithms
 from algorithms import ACTOR, JOBS, LEARNER, LOCAL, PS, ROLES, WORKER  # noqa: F401 -- the roles, for readers
+
+
+def free_ports(count):
+    """`count` distinct localhost ports that are free right now (tests' and benchmarks' clusters)."""
+    probes = [socket.socket() for _ in range(count)]
+    for probe in probes:
+        probe.bind(("127.0.0.1", 0))
+    ports = [probe.getsockname()[1] for probe in probes]
+    for probe in probes:
+        probe.close()
+    return ports
 
 
 def is_chief(job, index):

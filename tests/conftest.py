@@ -1,6 +1,5 @@
 import os
 import signal
-import socket
 import sys
 
 import pytest
@@ -51,19 +50,6 @@ def side_by_side(script, *argvs):
     finally:
         for process in started:
             process.kill()
-
-
-def free_ports(count):
-    """`count` distinct localhost ports that are free right now."""
-    sockets = []
-    for _ in range(count):
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        sockets.append(probe)
-    ports = [probe.getsockname()[1] for probe in sockets]
-    for probe in sockets:
-        probe.close()
-    return ports
 
 
 @pytest.fixture

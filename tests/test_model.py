@@ -10,7 +10,7 @@ import constants
 import envs
 from a3c import A3C, a3c_losses, stack_batches
 from acting import RunnerError
-from conftest import free_ports
+from cluster import free_ports
 from model import LSTMCell, LSTMPolicy, LSTMState, choose_head
 
 tf1 = tf.compat.v1

@@ -337,6 +337,28 @@ def scaling_table(page_dir):
                   "updates/s", "CPU of the task holding the variables", "file"], rows)
 
 
+UPDATE_COST = "docs/results/speed/update-cost-doom-icm.json"
+
+
+def update_cost_table(page_dir):
+    """benchmarks/update_cost.py: each call's milliseconds at each K, and the fitted cost a call and a step."""
+    data = load(UPDATE_COST)
+    rows = []
+    for placement, result in data["results"].items():
+        where = "in the process" if placement == "local" else "on a parameter server"
+        for count, found in result["calls"].items():
+            per_step = 1e6 * (found["sync"] + found["train"]) / found["steps"]
+            rows.append([where, count, f"{found['steps']}", f"{1e3 * found['act']:.1f}", f"{1e3 * found['sync']:.1f}",
+                         f"{1e3 * found['train']:.1f}", f"{per_step:,.0f}"])
+        fits = result["fits_ms_per_call_us_per_step"]
+        rows.append([where, "fit", "", f"{fits['act'][0]:.1f} + {fits['act'][1]:.0f} us an env",
+                     f"{fits['sync'][0]:.1f}", f"{fits['train'][0]:.1f} + {fits['train'][1]:.0f} us a step", ""])
+    return (table(["global variables", "K", "steps an update", "act ms", "sync ms", "train ms",
+                   "sync + train, us a step"], rows)
+            + f"\n\nFrom {link(UPDATE_COST, page_dir)}: {data['env_id']} with the ICM, {data['cpus']} cores, the median "
+              f"of {data['repeats']} calls each.")
+
+
 def peers_table(page_dir):
     """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
     path = "docs/results/peers/peers.json"
@@ -524,6 +546,7 @@ GENERATORS = {
     "speed": speed_line,
     "peers": peers_table,
     "scaling": scaling_table,
+    "update-cost": update_cost_table,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
     "planning-speed": planning_speed,
