@@ -429,3 +429,20 @@ def test_the_peers_benchmark_reads_sample_factorys_reports_as_agent_steps_in_tim
             "frames: 24320. Throughput: 0: 88.3. Samples: 6076. Policy #0 lag: (min: 0.0, avg: 0.1, max: 1.0)\x1b[0m\n")
     (first, before), (second, after) = peers.sample_factory_reports(text)
     assert (before, after) == (5792, 6076) and second - first == 5
+
+
+def test_the_throughput_benchmark_reads_impalas_learner_for_training_and_its_actors_for_playing():
+    """A3C's workers both play and train; IMPALA's actors play and its learner alone trains on what they send."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import throughput
+
+    assert throughput.measured_tasks("a3c", 2) == ([0, 1], [0, 1])
+    assert throughput.measured_tasks("impala", 2) == ([0, 1], ["learner"])
+
+
+def test_the_update_cost_benchmark_fits_a_cost_per_call_and_per_step():
+    """10 ms a call and 500 us a step: 20 ms at 20 steps, 50 ms at 80, 170 ms at 320."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import update_cost
+
+    assert update_cost.line([20, 80, 320], [0.020, 0.050, 0.170]) == (pytest.approx(10.0), pytest.approx(500.0))
