@@ -282,7 +282,7 @@ PRESET_CHOICES = ("auto",) + tuple(PRESETS)
 
 def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", algo=algorithms.DEFAULT):
     """`auto` means the preset the algorithm's row names for these observations (algorithms.Algorithm.preset): for
-    A3C, `mario` for Mario, `doom` for ViZDoom, `classic` for vector observations (`classic_curiosity` with a
+    A3C, `mario` for Mario, `doom` for ViZDoom, `atari` for Atari, `classic` for vector observations (`classic_curiosity` with a
     curiosity bonus) and `paper` (the original's constants) for other images; for DQN, `dqn_classic` for vectors
     (`dqn_classic_curiosity` with a bonus) and `dqn` for images; for SAC, `sac_classic` and `sac`."""
     if preset != "auto":
@@ -353,7 +353,7 @@ RUN_FLAGS = (
             kind="switch", recorded=True),
     RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
     RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario, doom for "
-            "ViZDoom, classic for vector observations (classic_curiosity with a bonus), paper otherwise; with "
+            "ViZDoom, atari for Atari, classic for vector observations (classic_curiosity with a bonus), paper otherwise; with "
             "--algo dqn or sac: dqn_classic (dqn_classic_curiosity with a bonus) or sac_classic for vectors, dqn or "
             "sac for images",
             default="auto", choices=PRESET_CHOICES),

@@ -521,7 +521,9 @@ def check_tmux(session):
 
 
 def run_processes(log_dir):
-    """Processes of ours (worker.py or TensorBoard) whose command line names `log_dir`: {pid: argv}."""
+    """Processes of ours (worker.py or TensorBoard) whose command line names `log_dir` (as the launcher writes it:
+    absolute): {pid: argv}."""
+    log_dir = os.path.abspath(log_dir)
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():

@@ -112,6 +112,7 @@ def test_an_isolated_run_opens_no_port_here_and_its_killed_processes_come_back(t
             running = train.run_processes(str(log_dir))
             cluster = [pid for pid, argv in running.items() if "--job-name" in argv]
             assert len(cluster) == 3 and len(running) == 5, running  # ps, 2 workers, the supervisor, the holder
+            assert train.run_processes(os.path.relpath(log_dir)) == running  # a relative path names the same run
             own = os.readlink("/proc/self/ns/net")
             assert all(os.readlink(f"/proc/{pid}/ns/net") != own for pid in cluster)
 

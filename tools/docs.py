@@ -359,6 +359,22 @@ def update_cost_table(page_dir):
               f"of {data['repeats']} calls each.")
 
 
+ATARI_SPEED = "docs/results/speed/pong-k1-k4-k16.json"
+
+
+def atari_speed_line(page_dir):
+    """Pong's training steps/s at 1, 4 and 16 emulators a worker, from one run of benchmarks/throughput.py."""
+    data = load(ATARI_SPEED)
+    env = next(r for r in data["results"] if r["measurement"] == "env")["aggregate_steps_per_sec"]
+    runs = {r["envs_per_worker"]: r["aggregate_steps_per_sec"] for r in data["results"]
+            if r["measurement"] == "training"}
+    figures = ", ".join(f"{rate:,.0f} at K = {count} ({rate / env:.2f})" for count, rate in sorted(runs.items()))
+    return textwrap.fill(f"{data['env_id']}, 2 workers on 2 cores, in one run ({link(ATARI_SPEED, page_dir)}): "
+                         f"{figures} steps/s trained, in parentheses the share of the emulators' own {env:,.0f} "
+                         f"steps/s; the `atari` preset is K = 4.", width=118,
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def peers_table(page_dir):
     """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
     path = "docs/results/peers/peers.json"
@@ -546,6 +562,7 @@ GENERATORS = {
     "speed": speed_line,
     "peers": peers_table,
     "scaling": scaling_table,
+    "atari-speed": atari_speed_line,
     "update-cost": update_cost_table,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
