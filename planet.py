@@ -818,11 +818,13 @@ class ModelLearning:
     def owed(self, episodes):
         return updates_owed(self.config, episodes)
 
-    def learn(self, session, writer, step, updates, count, beat=None):
-        """`count` updates on batches of the stored episodes, `beat()` after each; (the last one's losses, the
-        updates made in all)."""
+    def learn(self, session, writer, step, updates, count, beat=None, stop=lambda: False):
+        """`count` updates on batches of the stored episodes, `beat()` after each, fewer where `stop()` turns true;
+        (the last one's losses, the updates made in all)."""
         config, values = self.config, {}
         for _ in range(count):
+            if stop():
+                break
             try:
                 batch = sequences.batch(self.loader, config.batch_size, config.sequence_length)
             except ValueError as error:  # every episode so far ended sooner: the task's episodes are short
@@ -947,29 +949,47 @@ class LocalRun:
                    dynamic_ncols=True)
         next_eval = (step // self.eval_every + 1) * self.eval_every
         recent, last_eval, losses = [], None, {}
+
+        def learn_owed():  # the updates the stored episodes owe; a Ctrl-C stops them between two
+            owed = self.learning.owed(collector.stored) - updates
+            if owed <= 0:
+                return losses, updates
+            with progress.timings.phase("train"):
+                return self.learning.learn(session, writer, step, updates, owed,
+                                           lambda: heartbeat.beat(progress, episodes.episodes),
+                                           lambda: interrupt.requested)
+
+        def evaluate_and_save():  # the evaluation at `step`, its summaries, the open-loop picture, a checkpoint
+            summary, checks = self.evaluate(session, step)
+            write_plan_checks(writer, step, checks)
+            write_open_loop(session, self.open_loop, self.log_dir, self.episodes_dir, step)
+            checkpoint = self.save(session, step, updates)
+            evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
+            return summary["mean_reward"]
+
         try:
-            while step < config.max_global_steps:
+            made = updates
+            losses, updates = learn_owed()  # what a run stopped while it learned still owes, before it plays on
+            if updates > made and not interrupt.requested and self.evaluation_owed(step):
+                last_eval = evaluate_and_save()  # the evaluation it stopped before
+            while True:
                 if interrupt.requested:
                     self.save(session, step, updates)
                     raise KeyboardInterrupt
+                if step >= config.max_global_steps:
+                    break
                 played, finished = collector.step(session)
                 step += played
                 progress.steps_trained += played
                 recent = (recent + [stats.env_reward for stats in finished])[-STATS_WINDOW:]
-                owed = self.learning.owed(collector.stored) - updates
-                if finished and owed > 0:  # an episode, then the updates it owes
-                    with progress.timings.phase("train"):
-                        losses, updates = self.learning.learn(
-                            session, writer, step, updates, owed, lambda: heartbeat.beat(progress, episodes.episodes))
+                if finished:  # an episode, then the updates it owes
+                    losses, updates = learn_owed()
                 progress.last_global_step, progress.updates = step, updates
                 heartbeat.beat(progress, episodes.episodes)
+                if updates < self.learning.owed(collector.stored):
+                    continue  # stopped while it learned: saved above, evaluated when resumed
                 if step >= next_eval or step >= config.max_global_steps:
-                    summary, checks = self.evaluate(session, step)
-                    last_eval = summary["mean_reward"]
-                    write_plan_checks(writer, step, checks)
-                    write_open_loop(session, self.open_loop, self.log_dir, self.episodes_dir, step)
-                    checkpoint = self.save(session, step, updates)
-                    evaluation.keep(tf1, evaluation_writer, self.log_dir, step, summary, checkpoint)
+                    last_eval = evaluate_and_save()
                     next_eval += self.eval_every
                 bar.update(played)
                 if finished or step >= config.max_global_steps:
@@ -984,6 +1004,13 @@ class LocalRun:
             evaluation_writer.close()
             collector.close()
         return last_eval
+
+    def evaluation_owed(self, step):
+        """Whether the evaluation due at `step` (eval_every's last multiple, or the run's end) is not in eval.csv: a
+        run stopped while it learned evaluates when resumed."""
+        rows = logdir.read_rows(os.path.join(self.log_dir, logdir.EVAL))
+        last = int(rows[-1]["global_step"]) if rows else 0
+        return step // self.eval_every > last // self.eval_every or (step >= self.config.max_global_steps > last)
 
     def save(self, session, step, updates):
         self.global_step.load(step, session)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import logdir
 import planet
 
 tf1 = tf.compat.v1
@@ -367,3 +368,51 @@ def test_with_plan2explore_the_run_collects_for_novelty_and_evaluates_for_the_re
     with pytest.raises(constants.UsageError, match="plan2explore plans its exploration: it needs behaviour=planner"):
         planet.behaviour(run.model, constants.config_from_overrides(["plan2explore=true", "behaviour=sac"],
                                                                     "planet_cpu"))
+
+
+def test_ctrl_c_stops_a_planet_run_between_two_updates_and_the_resumed_run_makes_the_rest_before_it_plays(tmp_path):
+    """Ctrl-C during an episode's 10 updates stops them after the one under way (not after all 10), saves, and the
+    same run resumed makes the 7 left, then the evaluation due at that step, before its next episode: the updates
+    and evaluations fall where an unbroken run has them."""
+    import types
+
+    import constants
+    import envs
+
+    config = constants.config_from_overrides(
+        ["random_episodes=2", "collect_every=10", "batch_size=2", "sequence_length=10", "state_size=4",
+         "belief_size=8", "hidden_size=8", "cem_candidates=10", "cem_top=2", "cem_iterations=1", "cem_horizon=2",
+         "action_repeat=4", "max_global_steps=600"], "planet_cpu")
+    interrupt, calls = types.SimpleNamespace(requested=False), []
+
+    def play(interrupt_after):
+        with tf.Graph().as_default():
+            run = planet.LocalRun(str(tmp_path), config, lambda render_mode=None: envs.create_env(
+                "Pendulum-v1", continuous_actions=True), eval_every=400, eval_episodes=1, progress=False)
+            learn = run.learning.learn
+
+            def counted(session, writer, step, updates, count, beat=None, stop=lambda: False):
+                calls.append((step, updates, count))
+                made = [0]
+
+                def beat_and_count():
+                    made[0] += 1
+                    interrupt.requested = made[0] == interrupt_after  # Ctrl-C during the update after this one
+                    beat()
+                return learn(session, writer, step, updates, count, beat_and_count, stop)
+
+            run.learning.learn = counted
+            with tf1.Session() as session:
+                return run.play_and_learn(session, interrupt)
+
+    with pytest.raises(KeyboardInterrupt):
+        play(interrupt_after=3)  # the 2 random episodes end at step 400: 10 updates owed, 3 made
+    latest = tf1.train.latest_checkpoint(str(tmp_path / "train"))
+    assert latest.endswith("-400") and tf1.train.load_variable(latest, "updates") == 3
+    interrupt.requested = False
+    play(interrupt_after=None)
+    assert calls == [(400, 0, 10), (400, 3, 7), (600, 10, 10)]
+    evaluations = logdir.read_rows(str(tmp_path / logdir.EVAL))
+    assert [row["global_step"] for row in evaluations] == ["400", "600"]  # the one at 400 made when resumed
+    assert [tf1.train.load_variable(str(tmp_path / "train" / row["checkpoint"]), "updates")
+            for row in evaluations] == [10, 20]
