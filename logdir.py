@@ -14,7 +14,8 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
     <log-dir>/supervised.json, supervisor.json, stopping   the supervisor's commands, its record, the stop marker
     <log-dir>/<name>.out, cmd.sh, kill.sh            each process's output; the launcher's scripts
     <log-dir>/train_episodes/, test_episodes/        the replay learners' episodes, one .npz each (EPISODE_KEYS)
-    <log-dir>/rewound/                               rows logged past the checkpoint a run resumed from
+    <log-dir>/rewound/                               rows logged and episodes stored past the checkpoint a run
+                                                     resumed from
 """
 import csv
 import glob
@@ -162,6 +163,19 @@ def write_episode(directory, episode):
         np.savez_compressed(handle, **{key: episode[key] for key in EPISODE_KEYS})
     os.replace(temporary, path)
     return path
+
+
+def set_aside_episodes_after(directory, since, log_dir):
+    """A run resumed from a checkpoint written at time `since` (None: a run that starts afresh) plays again what
+    came after it: the episodes of `directory` stored later, which it would otherwise train on and count a second
+    time, are moved to <log-dir>/rewound/<directory's name>/. The paths they had."""
+    late = [path for path in episode_files(directory) if since is None or os.path.getmtime(path) > since]
+    if late:
+        aside = os.path.join(log_dir, REWOUND, os.path.basename(os.path.normpath(directory)))
+        os.makedirs(aside, exist_ok=True)
+        for path in late:
+            os.replace(path, os.path.join(aside, os.path.basename(path)))
+    return late
 
 
 def episode_files(directory):

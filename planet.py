@@ -891,6 +891,12 @@ class LocalRun:
 
     def restore_or_initialise(self, session, pretrain=None):
         latest = check_checkpoint(tf1, self.train_dir, tf1.global_variables())
+        late = logdir.set_aside_episodes_after(self.episodes_dir, os.path.getmtime(f"{latest}.index") if latest else None,
+                                               self.log_dir)
+        if late:
+            logger.warning("%d stored episodes were collected after %s: moved to %s", len(late),
+                           f"{latest}, which the run resumes from" if latest else "the start by a run that left no "
+                           "checkpoint; this one starts afresh", os.path.join(self.log_dir, logdir.REWOUND))
         if latest:
             self.saver.restore(session, latest)
             logger.info("resumed from %s at step %d", latest, session.run(self.global_step))

@@ -373,7 +373,7 @@ def test_with_plan2explore_the_run_collects_for_novelty_and_evaluates_for_the_re
 def test_ctrl_c_stops_a_planet_run_between_two_updates_and_the_resumed_run_makes_the_rest_before_it_plays(tmp_path):
     """Ctrl-C during an episode's 10 updates stops them after the one under way (not after all 10), saves, and the
     same run resumed makes the 7 left, then the evaluation due at that step, before its next episode: the updates
-    and evaluations fall where an unbroken run has them."""
+    and evaluations fall where an unbroken run has them. An episode stored after the checkpoint is set aside."""
     import types
 
     import constants
@@ -409,8 +409,13 @@ def test_ctrl_c_stops_a_planet_run_between_two_updates_and_the_resumed_run_makes
         play(interrupt_after=3)  # the 2 random episodes end at step 400: 10 updates owed, 3 made
     latest = tf1.train.latest_checkpoint(str(tmp_path / "train"))
     assert latest.endswith("-400") and tf1.train.load_variable(latest, "updates") == 3
+    # an episode stored after the checkpoint (as by a run killed later): set aside, not trained on nor counted
+    stored = sorted((tmp_path / "train_episodes").iterdir())
+    late = tmp_path / "train_episodes" / ("z" + stored[-1].name)
+    late.write_bytes(stored[-1].read_bytes())
     interrupt.requested = False
     play(interrupt_after=None)
+    assert (tmp_path / "rewound" / "train_episodes" / late.name).exists() and not late.exists()
     assert calls == [(400, 0, 10), (400, 3, 7), (600, 10, 10)]
     evaluations = logdir.read_rows(str(tmp_path / logdir.EVAL))
     assert [row["global_step"] for row in evaluations] == ["400", "600"]  # the one at 400 made when resumed
