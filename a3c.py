@@ -179,14 +179,14 @@ def build_policy(env, config, design_head=None, unsup="none"):
 class A3C:
     """Global policy on the parameter server, a local copy per worker, and the asynchronous update."""
 
-    def __init__(self, env, task, config, design_head=None, env_wrap=False, unsup="none", global_device=None,
+    def __init__(self, env, task, config, design_head=None, clip_rewards=False, unsup="none", global_device=None,
                  local_device=None, env_threads=False):
         if unsup not in CURIOSITY_CHOICES:
             raise ValueError(f"--unsup {unsup}: not one of {', '.join(CURIOSITY_CHOICES)}")
         self.envs = list(env) if isinstance(env, (list, tuple)) else [env]
         self.task = task
         self.config = config
-        self.env_wrap = env_wrap
+        self.clip_rewards = clip_rewards  # envs.clips_rewards
         self.env_threads = env_threads  # step the environments side by side (see env_stepper)
         def networks():
             return build_networks(self.envs[0], config, design_head, unsup)
@@ -362,7 +362,7 @@ class A3C:
 
     def batch_of(self, rollouts):
         """The rollouts as one padded batch with their returns and advantages."""
-        clip = self.config.reward_clip if self.env_wrap else None
+        clip = self.config.reward_clip if self.clip_rewards else None
         batch = stack_batches([process_rollout(rollout, self.config.gamma, self.config.gae_lambda, clip,
                                                self.config.reward_scale, self.intrinsic) for rollout in rollouts])
         if self.config.center_advantages:
@@ -518,7 +518,7 @@ def train_worker(args, place):
     chief = roles.is_chief(placement.job, task)
     try:
         trainer = A3C(worker_envs, task, config, design_head=args.design_head,
-                      env_wrap=envs.paper_preprocessing(args.env_id, args.env_wrap), unsup=args.unsup,
+                      clip_rewards=envs.clips_rewards(args.env_id, args.env_wrap), unsup=args.unsup,
                       global_device=placement.global_device, local_device=placement.local_device,
                       env_threads=env_threads)
     except ValueError as error:  # an impossible head/observation combination

@@ -58,7 +58,8 @@ class SharedConfig:
     extrinsic rewards are multiplied by this before returns are computed (logs show the game's reward);
     classic-control tasks pay 1 per step, and returns near 100 would swamp the value loss""")
     reward_clip: float = _param(1.0, """
-    rewards are clipped to [-x, x] when --envWrap preprocessing is on""")
+    A3C's and IMPALA's rewards are clipped to [-x, x], the extrinsic and then its sum with a bonus, with --envWrap,
+    on Doom and Mario (the paper's preprocessing) and on MiniGrid (RIDE's code); envs.clips_rewards""")
     learning_rate: float = _param(1e-4, """
     Adam learning rate""")
     adam_epsilon: float = _param(1e-8, """

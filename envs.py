@@ -820,6 +820,13 @@ def paper_preprocessing(env_id, env_wrap):
     return bool(env_wrap) or env_family(env_id) in ("doom", "mario")
 
 
+def clips_rewards(env_id, env_wrap):
+    """Whether an on-policy run (A3C, IMPALA) clips its rewards to [-reward_clip, reward_clip], the extrinsic and then
+    its sum with a bonus: with the paper's preprocessing, as the original did; and on MiniGrid, as the code of RIDE,
+    NovelD and E3B (torchbeast's learner) clips the summed reward to [-1, 1] on it."""
+    return paper_preprocessing(env_id, env_wrap) or env_family(env_id) == "minigrid"
+
+
 def learner_frames(replay_learner, design_head):
     """create_env's image options for a learner: a replay learner (no memory) sees the last 4 frames, at 84x84 for
     the Nature CNN as the Nature DQN saw them, else the paper's 42x42; A3C one frame at 42x42 with every head, as

@@ -526,8 +526,8 @@ def build_graph(args, env, config, learner_device=None, actor_device=None, acts=
 
 
 def reward_clip(args, config):
-    """The clip of the rewards, where the game has the paper's preprocessing (as A3C's)."""
-    return config.reward_clip if envs.paper_preprocessing(args.env_id, args.env_wrap) else None
+    """The clip of the rewards where the run clips them (envs.clips_rewards, as A3C's), else None."""
+    return config.reward_clip if envs.clips_rewards(args.env_id, args.env_wrap) else None
 
 
 def run_task(args):

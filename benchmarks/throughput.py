@@ -187,7 +187,7 @@ def learner(env_id, seconds, seed, count, env_wrap, unsup="none"):
     game.close()
     config = constants.config_from_overrides([f"envs_per_worker={count}"], preset)
     trainer = A3C([FreeEnv(*spaces, seed * count + k) for k in range(count)], 0, config,
-                  env_wrap=envs.paper_preprocessing(env_id, env_wrap), unsup=unsup)
+                  clip_rewards=envs.clips_rewards(env_id, env_wrap), unsup=unsup)
     session_config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
     with tf1.Session(config=session_config) as session:
         session.run(tf1.global_variables_initializer())

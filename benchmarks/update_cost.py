@@ -93,7 +93,7 @@ def measure(env_id, unsup, counts, repeats, placement):
     try:
         with tf1.Graph().as_default():
             trainer = A3C([FreeEnv(*spaces, k) for k in range(max(counts))], 0, config,
-                          env_wrap=envs.paper_preprocessing(env_id, False), unsup=unsup,
+                          clip_rewards=envs.clips_rewards(env_id, False), unsup=unsup,
                           global_device=global_device, local_device=local_device)
             with tf1.Session(target, config=session_config) as session:
                 session.run(tf1.global_variables_initializer())

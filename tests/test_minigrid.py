@@ -128,3 +128,18 @@ def test_a3c_with_rnd_and_dqn_with_e3b_train_on_a_minigrid_task(tmp_path):
         assert {(row["x"], row["y"]) for row in visits} and all(0 < float(row["x"]) < 25 for row in visits)
         assert json.load(open(tmp_path / algo / "config.json"))["run"]["design_head"] == "minigrid"
         assert os.listdir(tmp_path / algo / "train"), algo
+
+
+def test_a3c_and_impala_clip_the_summed_reward_on_minigrid_as_rides_code_does():
+    """RIDE's, NovelD's and E3B's learner clips extrinsic reward plus bonus to [-1, 1] on MiniGrid; the paper's
+    preprocessing clips (Doom, --envWrap); classic control does not."""
+    import types
+
+    import constants
+    import impala
+
+    assert envs.clips_rewards("MiniGrid-MultiRoom-N7-S4-v0", False) and envs.clips_rewards("doom", False)
+    assert not envs.clips_rewards("CartPole-v1", False)
+    config = constants.config_from_overrides([], "impala_minigrid")
+    assert impala.reward_clip(types.SimpleNamespace(env_id="MiniGrid-KeyCorridorS3R3-v0", env_wrap=False), config) == 1.0
+    assert impala.reward_clip(types.SimpleNamespace(env_id="CartPole-v1", env_wrap=False), config) is None
