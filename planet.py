@@ -1145,7 +1145,8 @@ class ClusterLearner:
         next_open_loop = (step // self.open_loop_every + 1) * self.open_loop_every
         heartbeat.beat(progress, 0, force=True)
         while not stop_flag.stop and step < self.config.max_global_steps:
-            if not self.train_due(session, step, updates, lambda: heartbeat.beat(self.progress, 0)):
+            if not self.train_due(session, step, updates, lambda: heartbeat.beat(self.progress, 0),
+                                  lambda: stop_flag.stop):
                 time.sleep(WAIT_SECS)
             step, updates = (int(value) for value in session.run([self.graph.global_step, self.graph.updates]))
             progress.steps_trained += step - progress.last_global_step
@@ -1155,15 +1156,16 @@ class ClusterLearner:
                 next_open_loop += self.open_loop_every
             heartbeat.beat(progress, 0)
 
-    def train_due(self, session, step, updates, beat):
-        """The updates the stored episodes owe, an episode's at most, `beat()` after each; how many were made."""
+    def train_due(self, session, step, updates, beat, stop=lambda: False):
+        """The updates the stored episodes owe, an episode's at most, `beat()` after each, fewer once `stop()` (a
+        SIGTERM: the final checkpoint keeps the count, and the resumed learner makes the rest); how many were made."""
         owed = self.learning.owed(len(logdir.episode_files(self.episodes_dir))) - updates
         count = min(owed, self.config.collect_every)
         if count <= 0:
             return 0
         with self.progress.timings.phase("train"):
-            self.learning.learn(session, self.writer, step, updates, count, beat)
-        return count
+            made = self.learning.learn(session, self.writer, step, updates, count, beat, stop)[1] - updates
+        return made
 
     def finish(self, session, actors, stop_flag, heartbeat):
         """Wait until each of the `actors` has seen the run's end (FINISH_GRACE_SECS at most), so that the last
@@ -1174,7 +1176,8 @@ class ClusterLearner:
             time.sleep(WAIT_SECS)
         step = self.progress.last_global_step = int(session.run(self.graph.global_step))
         while not stop_flag.stop and self.train_due(session, step, int(session.run(self.graph.updates)),
-                                                    lambda: heartbeat.beat(self.progress, 0, state="finishing")):
+                                                    lambda: heartbeat.beat(self.progress, 0, state="finishing"),
+                                                    lambda: stop_flag.stop):
             pass
 
 
