@@ -44,8 +44,25 @@ def launch(args, method, seed, flags):
             "--env-id", args.env_id, "--log-dir", log_dir, "--no-tensorboard", "--eval-every", str(args.eval_every),
             "--eval-episodes", str(args.eval_episodes), "--set", f"max_global_steps={args.steps}", "--set",
             f"seed={seed}", "--threads", str(max(1, (os.cpu_count() or 1) // args.parallel)), *flags, *args.extra]
-    with open(log_dir + ".log", "a") as output:
-        return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT)
+    with open(log_dir + ".log", "a") as output:  # a session of its own: Ctrl-C reaches it once, from stop_runs
+        return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_runs(processes):
+    """Ctrl-C's end of the runs under way: each is asked to stop (it writes a checkpoint at the step it reached,
+    after an evaluation under way, which can take minutes) and waited for; a second Ctrl-C ends them at once."""
+    for process in processes:
+        process.send_signal(signal.SIGINT)
+    print("stopping: each run writes a checkpoint at the step it reached (after an evaluation under way); Ctrl-C "
+          "again ends them at once, without it", file=sys.stderr, flush=True)
+    try:
+        for process in processes:
+            process.wait()
+    except KeyboardInterrupt:
+        for process in processes:
+            process.kill()
+            process.wait()
+        print("ended without a checkpoint past each run's last one", file=sys.stderr)
 
 
 def summarise(log_dir, steps, window):
@@ -97,10 +114,7 @@ def train_all(args, methods=REPLAYS):
                     print(f"{item[0]} seed {item[1]} exited with status {item[2].returncode}: see "
                           f"{run_dir(args.out, item[0], item[1])}.log", file=sys.stderr)
     except KeyboardInterrupt:
-        for _, _, process in running:
-            process.send_signal(signal.SIGINT)  # each writes a checkpoint at the step it reached
-        for _, _, process in running:
-            process.wait(timeout=120)
+        stop_runs([process for _, _, process in running])
         print("stopped; run the same command again to go on", file=sys.stderr)
         return False
     return True
