@@ -288,8 +288,7 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
     if before is None or after is None:
         raise SystemExit(f"the run in {log_dir} did not start training within 120 s: see its *.out")
     tasks = {key: (start, end) for key, start, end in zip(players + learns, before, after)}
-    rates = [(tasks[key][1]["steps_trained"] - tasks[key][0]["steps_trained"])
-             / (tasks[key][1]["time"] - tasks[key][0]["time"]) for key in learns]
+    rates = [steps_per_sec(*tasks[key]) for key in learns]
     updates = sum(tasks[key][1]["updates"] - tasks[key][0]["updates"] for key in learns)
     ps_seconds = {name: cpu_after[name] - cpu_before[name] for name in sorted(cpu_before) if name in cpu_after}
     ps_cpu = {name: round(100 * seconds / elapsed) for name, seconds in ps_seconds.items()}
@@ -302,10 +301,13 @@ def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_w
                "ps_cpu_ms_per_update": round(1000 * sum(ps_seconds.values()) / updates, 2) if updates else None}
     if learns != players:
         profile["learner_microseconds_per_step"] = phase_microseconds([tasks[key] for key in learns])
-        profile["played_steps_per_sec"] = round(sum(
-            (tasks[key][1]["steps_trained"] - tasks[key][0]["steps_trained"])
-            / (tasks[key][1]["time"] - tasks[key][0]["time"]) for key in players), 1)
+        profile["played_steps_per_sec"] = round(sum(steps_per_sec(*tasks[key]) for key in players), 1)
     return rates, profile
+
+
+def steps_per_sec(start, end):
+    """A task's steps (played or trained) a second between two of its heartbeats."""
+    return (end["steps_trained"] - start["steps_trained"]) / (end["time"] - start["time"])
 
 
 def phase_microseconds(spans):

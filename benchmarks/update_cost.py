@@ -36,13 +36,12 @@ from throughput import FreeEnv  # noqa: E402
 
 WARMUP_CALLS = 3
 PS_READY_SECS = 60
-# the parameter server: a bare tf.train.Server of the cluster, as worker.py runs one (its threads too)
+# the parameter server: the cluster's task server, as worker.py's parameter servers make it
 PS_SCRIPT = """
 import json, sys
-import tensorflow as tf
-tf1 = tf.compat.v1
-config = tf1.ConfigProto(intra_op_parallelism_threads={threads[0]}, inter_op_parallelism_threads={threads[1]})
-tf1.train.Server(tf1.train.ClusterSpec(json.loads(sys.argv[1])), job_name="ps", task_index=0, config=config).join()
+sys.path.insert(0, sys.argv[1])
+import logdir, sessions
+sessions.task_server(logdir.import_tf(), json.loads(sys.argv[2]), "ps", 0).join()
 """
 
 
@@ -82,8 +81,8 @@ def measure(env_id, unsup, counts, repeats, placement):
     if placement == "ps":
         ps_port, worker_port = cluster.free_ports(2)
         spec = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
-        ps = subprocess.Popen([sys.executable, "-c", PS_SCRIPT.format(threads=sessions.TASK_THREADS),
-                               json.dumps(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ps = subprocess.Popen([sys.executable, "-c", PS_SCRIPT, ROOT, json.dumps(spec)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server = sessions.task_server(tf1, spec, "worker", 0)
         local_device = "/job:worker/task:0/cpu:0"
         global_device = sessions.ps_device_setter(1, local_device)
