@@ -240,7 +240,10 @@ _PLANET = {"learning_rate": "1e-3", "adam_epsilon": "1e-4", "batch_size": "50", 
            "max_global_steps": "1000000"}
 PLANET_PRESETS = {
     "planet": _PLANET,
-    "planet_cpu": {**_PLANET, "cem_candidates": "300", "cem_iterations": "5", "cem_top": "30"},
+    # observation_stddev 0.1: on Pendulum's stored episodes the model's open-loop error 4 steps ahead was a tenth of
+    # unit variance's after 800 updates (docs/history/2026-12-04-planet-pendulum.md)
+    "planet_cpu": {**_PLANET, "cem_candidates": "300", "cem_iterations": "5", "cem_top": "30",
+                   "observation_stddev": "0.1"},
     # From pixels on a CPU: PlaNet's convolutions at depth 32 took 65 s an update of 50 x 50 frames on one core here
     # (13.6 s for 16 x 32); at depth 8, 16 x 32 frames took 1.1 s (one core each, two runs beside).
     "planet_cpu_pixels": {**_PLANET, "cem_candidates": "300", "cem_iterations": "5", "cem_top": "30",
@@ -263,6 +266,10 @@ PLANET = Algorithm(
                        "with its square", low=1),
         Hyperparameter("free_nats", 3.0, "the KL between posterior and prior below this many nats a step costs "
                        "nothing", low=0.0),
+        Hyperparameter("observation_stddev", 1.0, "the standard deviation of the observations' Gaussian density in "
+                       "the world model's loss (PlaNet's unit variance, made for frames of 12,288 values: a vector of "
+                       "a few values is then reconstructed loosely, and its KL stays under the free nats, leaving the "
+                       "prior untrained)", low=0.0, above=True),
         Hyperparameter("model_reward_scale", 10.0, "the reward's log-likelihood weighs this much beside the "
                        "observations' in the world model's loss", low=0.0),
         Hyperparameter("model_grad_clip", 1000.0, "the world model's gradient is clipped at this global norm",

@@ -249,11 +249,11 @@ class WorldModel:
     """The RSSM with its observation's encoder and decoder and a reward head: MLPs of `hidden_size` for vector
     observations, PlaNet's convolutions for 64x64x3 images (given quantised, `quantise`); its loss,
     -log p(o_t | s_t, h_t) - REWARD_SCALE log p(r_t | s_t, h_t) + max(0, KL(q || p) - free nats), each a mean over the
-    batch's steps (the observation's log-likelihood summed over its dimensions); its train op. The observations' and
-    rewards' densities are Gaussians of unit variance."""
+    batch's steps (the observation's log-likelihood summed over its dimensions); its train op. The rewards' density
+    is a Gaussian of unit variance, the observations' one of `observation_stddev` (PlaNet's 1)."""
 
     def __init__(self, observation_shape, action_size, rssm=None, hidden_size=HIDDEN_SIZE, scope=SCOPE,
-                 depth=CNN_DEPTH, ensemble_size=0):
+                 depth=CNN_DEPTH, ensemble_size=0, observation_stddev=1.0):
         shape = (observation_shape,) if isinstance(observation_shape, int) else tuple(observation_shape)
         if len(shape) not in (1, 3) or (len(shape) == 3 and shape != IMAGE_SHAPE):
             raise ValueError(f"the world model takes vectors or {IMAGE_SHAPE} images, not {shape}")
@@ -262,6 +262,7 @@ class WorldModel:
         self.action_size, self.hidden_size, self.scope, self.depth = action_size, hidden_size, scope, depth
         self.rssm = rssm or RSSM(scope=f"{scope}/rssm")
         self.ensemble_size = ensemble_size  # Plan2Explore's one-step predictors (none without it)
+        self.observation_stddev = observation_stddev
 
     def _mlp(self, x, output_size, name):
         with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE), tf1.variable_scope(name):
@@ -303,7 +304,8 @@ class WorldModel:
         priors, posteriors = self.rssm.observe(embeddings, actions)
         features = self.rssm.features(posteriors)
         event = [-3, -2, -1] if self.images else [-1]
-        observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features), axes=event))
+        observation_ll = tf.reduce_mean(gaussian_log_likelihood(observations, self.decode(features),
+                                                                self.observation_stddev, axes=event))
         reward_ll = tf.reduce_mean(gaussian_log_likelihood(rewards, self.reward(features), axes=()))
         kl = diagonal_gaussian_kl(posteriors["mean"], posteriors["stddev"], priors["mean"], priors["stddev"])
         divergence = tf.reduce_mean(free_nats(kl, nats))
@@ -530,7 +532,8 @@ def check_sequences(config, max_episode_steps):
 def world_model(observation_shape, action_size, config):
     return WorldModel(observation_shape, action_size,
                       RSSM(config.state_size, config.belief_size, config.hidden_size), config.hidden_size,
-                      depth=config.cnn_depth, ensemble_size=config.ensemble_size if config.plan2explore else 0)
+                      depth=config.cnn_depth, ensemble_size=config.ensemble_size if config.plan2explore else 0,
+                      observation_stddev=config.observation_stddev)
 
 
 def build(observation_shape, action_size, config, count):

@@ -134,6 +134,24 @@ def pendulum_like_sequences(rng, batch, time):
     return observations.astype(np.float32), actions.astype(np.float32), np.cos(angle).astype(np.float32)
 
 
+def test_the_observations_density_has_the_models_standard_deviation_and_the_rewards_unit_variance():
+    """observation_ll is log N(o; decoded, 0.1^2) summed over the observation's dimensions, by hand from the decoded
+    means of the same posterior samples; reward_ll keeps unit variance."""
+    model = planet.WorldModel(2, 1, rssm=planet.RSSM(state_size=4, belief_size=8, hidden_size=8), hidden_size=8,
+                              observation_stddev=0.1)
+    observations, actions, rewards = (tf.constant(x) for x in pendulum_like_sequences(np.random.default_rng(0), 3, 5))
+    losses, posteriors = model.losses(observations, actions, rewards)
+    features = model.rssm.features(posteriors)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        got, decoded, predicted, o, r = session.run([losses, model.decode(features), model.reward(features),
+                                                     observations, rewards])
+    log_norm = 0.5 * math.log(2 * math.pi)
+    expected = np.mean(np.sum(-0.5 * ((o - decoded) / 0.1) ** 2 - math.log(0.1) - log_norm, -1))
+    assert got["observation_ll"] == pytest.approx(expected, rel=1e-4)
+    assert got["reward_ll"] == pytest.approx(np.mean(-0.5 * (r - predicted) ** 2 - log_norm), rel=1e-4)
+
+
 def test_the_world_model_learns_a_deterministic_system_and_plans_toward_its_reward():
     """Its loss falls; its imagined rewards follow the truth; from an angle of 0.8 the planner, whose return is the
     predicted reward (cos of the angle), turns back toward 0 (a negative first action)."""
