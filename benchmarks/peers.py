@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Peers in one run: our A3C on Doom at the `doom` preset (with and without the ICM) back to back with
-sample-factory's APPO in its A3C-like setting and stable-baselines3's A2C, on the same cores, each measured in
+"""Peers in one run: our A3C on Doom at the `doom` preset and our IMPALA in the same setting (each with and without
+the ICM) back to back with sample-factory's APPO in its A3C-like setting and stable-baselines3's A2C, on the same cores, each measured in
 agent steps a second (one step is one action, 4 frames of the game).
 
     python benchmarks/peers.py --out tmp/peers                          # 2 rounds of 60 s each
@@ -16,7 +16,9 @@ few minutes; Python 3.11, for which this machine's wheel cache holds a CPU-only 
   sb3              stable-baselines3 with vizdoom and opencv: A2C (its CnnPolicy, no LSTM: it has none) on our own
                    `doom` environment (envs.create_env), 8 environments in subprocesses, 20 steps each an update
 Ours is benchmarks/throughput.py's training measurement: `train.py --mode child`, 2 workers x 4 environments, a
-parameter server, steps counted from the workers' heartbeats after a warm-up.
+parameter server, steps counted from the workers' heartbeats after a warm-up; our IMPALA (`impala`, `impala+icm`) the
+same with 2 actors x 4 environments and a learner, batches of 8 trajectories of 20 steps (160, sample-factory's
+batch here), the steps its learner trained on.
 
 Each round measures every one in turn, so drift between them is shared; `uptime` is printed before each, and a
 machine busy with something else makes the figures worthless (compare ratios within one run only). Writes
@@ -73,12 +75,15 @@ def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def ours(out, seconds, unsup, exp_id):
-    """Our A3C at the doom preset: throughput.py's training measurement, agent steps/s of both workers."""
+def ours(out, seconds, unsup, exp_id, algo="a3c"):
+    """Our A3C at the doom preset, or IMPALA in the same setting: throughput.py's training measurement, agent steps/s
+    trained (A3C: both workers'; IMPALA: its learner's)."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import throughput
 
-    rates, profile = throughput.training("doom", seconds, 2, os.path.join(out, "ours"), exp_id, unsup=unsup, count=4)
+    overrides = (f"batch_size={ENVS}", f"rollout_maxlen={ROLLOUT}") if algo == "impala" else ()
+    rates, profile = throughput.training("doom", seconds, 2, os.path.join(out, "ours"), exp_id, unsup=unsup, count=4,
+                                         algo=algo, overrides=overrides)
     return {"steps_per_sec": round(sum(rates), 1), "updates_per_sec": profile["updates_per_sec"]}
 
 
@@ -167,7 +172,7 @@ def sb3_child(seconds):
     print(json.dumps({"steps_per_sec": round((model.num_timesteps - clock.mark[1]) / elapsed, 1)}), flush=True)
 
 
-PEERS = ("ours", "ours+icm", "sample-factory", "sb3")
+PEERS = ("ours", "ours+icm", "impala", "impala+icm", "sample-factory", "sb3")
 
 
 def main():
@@ -191,6 +196,8 @@ def main():
     pythons = {name: build_venv(args.out, name) for name in VENVS if name in args.only}
     measure = {"ours": lambda: ours(args.out, args.seconds, "none", args.exp_id),
                "ours+icm": lambda: ours(args.out, args.seconds, "action", args.exp_id),
+               "impala": lambda: ours(args.out, args.seconds, "none", args.exp_id, "impala"),
+               "impala+icm": lambda: ours(args.out, args.seconds, "action", args.exp_id, "impala"),
                "sample-factory": lambda: sample_factory(args.out, args.seconds, pythons["sample-factory"],
                                                         args.sf_batch),
                "sb3": lambda: sb3(args.out, args.seconds, pythons["sb3"])}
