@@ -227,6 +227,7 @@ def pong(path):
 
 
 # (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
+PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
 OTHER_RESULTS = (
     ("a3c", "`CartPole-v1`", "A3C, one process", "`classic` preset, 8 envs", "mean of 475 over 100 episodes (solved)",
      lambda: time_to_solve("docs/results/a3c-one-process/time_to_solve.json"),
@@ -251,6 +252,8 @@ OTHER_RESULTS = (
      "mean of 475 over 100 episodes",
      lambda: time_to_solve("docs/results/impala/cartpole-2-actors/time_to_solve.json"),
      "docs/results/impala/cartpole-2-actors/time_to_solve.json"),
+    ("planet", "`Pendulum-v1`", "PlaNet's planner, one process, 3 seeds", "`planet_cpu`, action_repeat 2, 3,000 steps",
+     "mean of -200 over 10 episodes", lambda: planet_solved(PLANET_PENDULUM), PLANET_PENDULUM),
     ("sac", "`Pendulum-v1`", "SAC, one process, 3 seeds", "`sac_classic`", "mean of -200 over 10 episodes",
      lambda: time_to_solve("docs/results/sac/pendulum-3seeds.json"), "docs/results/sac/pendulum-3seeds.json"),
     ("sac", "`CartPole-v1`", "SAC, discrete actions, 3 seeds", "`sac_classic`, 35k steps", "greedy evaluation solved",
@@ -450,6 +453,33 @@ def cem_cells(result):
             str(result["horizon"])]
 
 
+def planet_solved(path):
+    """A planet_learning.py file in brief: each method's seeds that reached its solved mean, and at which steps."""
+    data = load(path)
+    return "; ".join(f"{method}: {summary['solved']} of {len(summary['seeds'])} seeds" + (
+        f" (at {', '.join(f'{step:,}' for step in summary['solved_at'] if step is not None)} steps)"
+        if summary["solved"] else "") for method, summary in data["summary"].items())
+
+
+def planet_pendulum(page_dir):
+    """Each method's evaluations of planet_learning.py on Pendulum: the seeds' mean (min to max) at each step."""
+    data = load(PLANET_PENDULUM)
+    steps = sorted({int(step) for summary in data["summary"].values() for step in summary["at_steps"]})
+    rows = [[f"{step:,}"] + [
+        "{:,.0f} ({:,.0f} to {:,.0f})".format(*summary["at_steps"][str(step)][:3]) if str(step) in summary["at_steps"]
+        else "" for summary in data["summary"].values()] for step in steps]
+    flags = " ".join(data["train_flags"])
+    return (table(["steps"] + [f"`{method}`: the seeds' mean (min to max)" for method in data["summary"]], rows)
+            + "\n\n" + textwrap.fill(
+                f"From {link(PLANET_PENDULUM, page_dir)}, {data['eval_episodes']} evaluation episodes each "
+                f"{data['eval_every']:,} steps without exploration noise; {planet_solved(PLANET_PENDULUM)} at "
+                f"{data['solved_mean']:,.0f}. Command: `benchmarks/planet_learning.py --env-id {data['env_id']} "
+                f"--steps {data['steps']} --eval-every {data['eval_every']} --eval-episodes {data['eval_episodes']} "
+                f"--seeds {' '.join(str(seed) for seed in next(iter(data['summary'].values()))['seeds'])} --methods "
+                f"{' '.join(data['summary'])} -- {flags}`.", width=118, break_long_words=False,
+                break_on_hyphens=False))
+
+
 def planning_speed(page_dir):
     path = "docs/results/planet/planning_speed.json"
     data = load(path)
@@ -568,6 +598,7 @@ GENERATORS = {
     "spawns": spawn_table,
     "planning-speed": planning_speed,
     "planner-ceiling": planner_ceiling,
+    "planet-pendulum": planet_pendulum,
     "env-speed": env_speed,
     "ps-load": ps_load,
     "soak": soak_line,
