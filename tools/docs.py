@@ -378,9 +378,8 @@ def atari_speed_line(page_dir):
                          break_long_words=False, break_on_hyphens=False)
 
 
-def peers_table(page_dir):
+def peers_table(page_dir, path="docs/results/peers/peers.json"):
     """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
-    path = "docs/results/peers/peers.json"
     rounds = load(path)["rounds"]
     names = list(rounds[0])
     rows = [[f"`{name}`"] + [f"{measured[name]['steps_per_sec']:,.0f} ({measured[name]['to_sample_factory']:.2f}x)"
@@ -599,6 +598,7 @@ GENERATORS = {
     "planning-speed": planning_speed,
     "planner-ceiling": planner_ceiling,
     "planet-pendulum": planet_pendulum,
+    "peers-impala": lambda page_dir: peers_table(page_dir, "docs/results/peers/peers-impala.json"),
     "env-speed": env_speed,
     "ps-load": ps_load,
     "soak": soak_line,
