@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Peers in one run: our A3C on Doom at the `doom` preset and our IMPALA in the same setting (each with and without
-the ICM) back to back with sample-factory's APPO in its A3C-like setting and stable-baselines3's A2C, on the same cores, each measured in
-agent steps a second (one step is one action, 4 frames of the game).
+the ICM) back to back with sample-factory's APPO in its A3C-like setting and stable-baselines3's A2C, on the same
+cores, each measured in agent steps a second (one step is one action, 4 frames of the game).
 
     python benchmarks/peers.py --out tmp/peers                          # 2 rounds of 60 s each
     python benchmarks/peers.py --out tmp/peers --rounds 3 --seconds 90 --only ours sample-factory --sf-batch 1280
