@@ -176,6 +176,11 @@ class Curiosity:
     def _action_feed(self, actions):
         return np.asarray(actions, np.float32 if self.continuous else np.int32)
 
+    def parts(self):
+        """Its trainable variables by the model they belong to, {name: [variables]}: what a learner that gives
+        each model an optimiser of its own (IMPALA's predictor_optimizer rmsprop, RIDE's) steps apart."""
+        return {"bonus": list(self.var_list)}
+
     def scaler(self, config, count):
         """The runner's side for `count` environments."""
         return BetaScaler(config.prediction_beta)
@@ -239,6 +244,18 @@ class StateActionPredictor(Curiosity):
                                          normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
             self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
         return phi1, phi2
+
+    # the scopes of each model's layers (the encoder's, the inverse model's g*, the forward model's f* or ensemble)
+    PARTS = (("embedding", ("encoder",)), ("inverse", ("g1", "glast")), ("forward", ("f1", "flast")))
+
+    def parts(self):
+        """The embedding phi, the inverse model and the forward model (or ensemble), each a list of variables."""
+        parts = {}
+        for variable in self.var_list:
+            scopes = variable.op.name.split("/")
+            name = next((part for part, names in self.PARTS if any(scope in names for scope in scopes)), "other")
+            parts.setdefault(name, []).append(variable)
+        return parts
 
     def training_loss(self, config):
         """prediction_lr_scale x ((1 - w) x inverse + w x forward), w the forward share (forward_loss_wt)."""

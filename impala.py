@@ -225,11 +225,37 @@ class ImpalaGraph:
         self.make_policy = lambda: build_policy(env, config, head, unsup)
 
 
+def bonus_updates(predictor, loss, config):
+    """The bonus's updates [(optimizer, gradients, variables)] and their gradient norms, by predictor_optimizer:
+    adam, A3C's (one Adam over all its variables at learning_rate, the gradient clipped at grad_norm_clip as one);
+    or rmsprop, RIDE's code's (an RMSProp with the policy's decay and epsilon for each of its models, the embedding,
+    the forward and the inverse model, each model's gradient clipped at grad_norm_clip on its own; the rate not
+    annealed, as RIDE anneals the policy's only)."""
+    if config.predictor_optimizer == "adam":
+        parts = {"bonus": predictor.var_list}
+    else:
+        parts = predictor.parts()
+    updates, norms = [], []
+    for part, variables in parts.items():
+        gradients = tf.gradients(loss, variables)
+        norm = tf.linalg.global_norm(gradients)
+        gradients, _ = tf.clip_by_global_norm(gradients, config.grad_norm_clip, use_norm=norm)
+        if config.predictor_optimizer == "adam":
+            optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.predictor_adam_epsilon,
+                                                name="PredictorAdam")
+        else:
+            optimizer = tf1.train.RMSPropOptimizer(config.learning_rate, decay=config.rmsprop_decay, momentum=0.0,
+                                                   epsilon=config.rmsprop_epsilon, name=f"PredictorRMSProp_{part}")
+        updates.append((optimizer, gradients, variables))
+        norms.append(norm)
+    return updates, norms
+
+
 class VTraceLearning:
     """The learner's update: the policy run over a batch of trajectories, V-trace's targets and advantages (for each
     stream on the two-stream path, their advantages weighed by ext_coef and int_coef as A3C's), IMPALA's loss summed
     over the batch's steps, RMSProp (its learning rate falling linearly to 0 at max_global_steps with anneal_lr); the
-    bonus's predictor on the same transitions by an Adam of its own, as A3C's."""
+    bonus's predictor on the same transitions by optimisers of its own (bonus_updates)."""
 
     def __init__(self, network, predictor, config, global_step, unsup):
         self.network, self.predictor = network, predictor
@@ -288,14 +314,10 @@ class VTraceLearning:
         if predictor is not None:
             # A3C's: the predictor's per-step loss times the rollout length, by an Adam of its own
             predictor_loss = predictor.training_loss(config) * float(config.rollout_maxlen)
-            predictor_gradients = tf.gradients(predictor_loss, predictor.var_list)
-            predictor_norm = tf.linalg.global_norm(predictor_gradients)
-            predictor_gradients, _ = tf.clip_by_global_norm(predictor_gradients, config.grad_norm_clip,
-                                                            use_norm=predictor_norm)
-            predictor_optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.predictor_adam_epsilon,
-                                                          name="PredictorAdam")
-            updates.append((predictor_optimizer, predictor_gradients, predictor.var_list))
-            norms.append(predictor_norm)
+            predictor_updates, predictor_norms = bonus_updates(predictor, predictor_loss, config)
+            updates += predictor_updates
+            norms += predictor_norms
+            predictor_norm = tf.linalg.global_norm(predictor_norms)  # of all its gradients, before the clips
             summaries += [tf1.summary.scalar("model/predloss", predictor_loss / float(config.rollout_maxlen)),
                           tf1.summary.scalar("model/predgrad_global_norm", predictor_norm)]
             summaries += [tf1.summary.scalar(tag, tensor) for tag, tensor in predictor.summaries().items()]

@@ -1,6 +1,7 @@
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -50,6 +51,14 @@ def side_by_side(script, *argvs):
     finally:
         for process in started:
             process.kill()
+
+
+def wait_for(condition, seconds, what, every=0.5):
+    """Wait until `condition()` holds, at most `seconds`; fail saying `what` was waited for."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and not condition():
+        time.sleep(every)
+    assert condition(), f"{what}: not within {seconds} s"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 import logdir
 import train
-from conftest import ROOT, skip_for_machine
+from conftest import ROOT, skip_for_machine, wait_for
 
 tf1 = tf.compat.v1
 FAST = ["--set", "lstm_size=32", "--set", "checkpoint_secs=5"]
@@ -69,13 +69,6 @@ def host_address():
 def heartbeat(log_dir, task):
     """Worker `task`'s last heartbeat (status_<task>.json), or {} before its first."""
     return logdir.read_json(str(log_dir / f"status_{task}.json")) or {}
-
-
-def wait_for(condition, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline and not condition():
-        time.sleep(0.5)
-    assert condition(), f"{what}: not within {seconds} s"
 
 
 @pytest.mark.fault

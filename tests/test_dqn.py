@@ -89,14 +89,17 @@ def test_the_loss_weighs_each_transition_by_its_importance_weight(graph):
     network = dqn.DQN((4,), 2, small_config(), "mlp")
     batch = random_batch(4)
     feed = {network.observations: batch["observations"], network.next_observations: batch["next_observations"],
-            network.actions: batch["actions"], network.returns: 5 * batch["returns"],
+            network.actions: batch["actions"], network.returns: np.zeros(4, np.float32),
             network.discounts: batch["discounts"]}
     weights = np.array([0.0, 2.0, 1.0, 0.5], np.float32)
     with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
+        # the returns that make the errors these, on both parts of the Huber loss (an error is linear in its return)
+        errors = np.array([0.3, -2.5, 0.6, 4.0], np.float32)
+        feed[network.returns] = errors - session.run(network.td_errors, feed)
         td_errors, loss = session.run([network.td_errors, network.loss], {**feed, network.weights: weights})
-        assert loss == pytest.approx(np.mean(weights * huber(td_errors)), rel=1e-5)
-        assert np.abs(td_errors).max() > 1.0, "both parts of the Huber loss are checked"
+        assert td_errors == pytest.approx(errors, abs=1e-5)
+        assert loss == pytest.approx(np.mean(weights * huber(errors)), rel=1e-5)
         # a zero weight: that transition's error does not reach the gradient
         gradient = tf.gradients(network.loss, network.online_variables)
         alone = session.run(gradient, {**feed, network.weights: np.array([0, 0, 1, 0], np.float32)})

@@ -165,3 +165,50 @@ def test_a_two_stream_bonus_and_an_episodic_memory_compose_with_impala(tmp_path,
     if unsup == "rnd":  # the acted steps merged into the learner's statistics, beyond the warm-up's
         seen = [name for name in names if name.startswith("global/predictor/") and name.endswith("observation_count")]
         assert seen and tf.train.load_variable(latest, seen[0]) > 2000
+
+
+def test_rides_models_each_train_by_an_rmsprop_of_their_own_with_their_own_clip(graph):
+    """predictor_optimizer rmsprop (RIDE's code): the embedding, the forward and the inverse model each have an
+    RMSProp, each model's gradient clipped on its own; one step of each is TensorFlow's RMSProp by hand (its mean
+    square starts at 1). With adam, one Adam and one clip for all of them."""
+    import tensorflow as tf
+
+    import constants
+    import curiosity
+
+    tf1 = tf.compat.v1
+    bonus = curiosity.build("ride", (7, 7, 3), 7)
+    parts = bonus.parts()
+    assert sorted(parts) == ["embedding", "forward", "inverse"]
+    assert sorted(v.name for part in parts.values() for v in part) == sorted(v.name for v in bonus.var_list)
+    layers = {part: {v.name.split("/")[-2] for v in variables} for part, variables in parts.items()}
+    assert layers == {"embedding": {"l1", "l2", "l3", "l4"}, "forward": {"f1", "flast"}, "inverse": {"g1", "glast"}}
+
+    clip = 1e-3  # far below every model's gradient norm: each is scaled to it on its own
+    config = constants.config_from_overrides(["predictor_optimizer=rmsprop", f"grad_norm_clip={clip}",
+                                              "learning_rate=1"], "impala_minigrid")  # steps float32 can tell
+    loss = bonus.training_loss(config)
+    updates, norms = impala.bonus_updates(bonus, loss, config)
+    assert [type(optimizer).__name__ for optimizer, _, _ in updates] == ["RMSPropOptimizer"] * 3
+    adam, _ = impala.bonus_updates(bonus, loss, constants.config_from_overrides([], "impala_classic"))
+    assert [(type(optimizer).__name__, len(variables)) for optimizer, _, variables in adam] == [
+        ("AdamOptimizer", len(bonus.var_list))]
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 6, (9, 7, 7, 3)).astype(np.float32)
+    feed = bonus.feed_sequences([frames], rng.integers(0, 7, 8))
+    apply = tf.group(*[optimizer.apply_gradients(zip(gradients, variables)) for optimizer, gradients, variables
+                       in updates])
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        before, raw, part_norms = session.run([bonus.var_list, tf.gradients(loss, bonus.var_list), norms], feed)
+        session.run(apply, feed)
+        after = session.run(bonus.var_list)
+    assert min(part_norms) > clip
+    index = {v.name: i for i, v in enumerate(bonus.var_list)}
+    for (_, _, variables), norm in zip(updates, part_norms):
+        for variable in variables:
+            i = index[variable.name]
+            gradient = raw[i] * clip / norm  # clipped by its own model's norm alone
+            step = config.learning_rate * gradient / np.sqrt(
+                config.rmsprop_decay + (1 - config.rmsprop_decay) * gradient ** 2 + config.rmsprop_epsilon)
+            np.testing.assert_allclose(before[i] - after[i], step, rtol=1e-2, atol=1e-7)

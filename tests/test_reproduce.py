@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import logdir  # noqa: E402
@@ -762,6 +762,10 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
         # stand-ins for the other sitting's workers: they run until their stdin closes
         sleepers.append(subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", train.WORKER_SCRIPT,
                                           "--log-dir", log_dir], stdin=subprocess.PIPE))
+    # Popen returns once the exec has begun, and for a moment after the new command line may read empty in /proc
+    for seed, _ in ((1, 10), (2, 3)):
+        log_dir = reproduce.run_dir(out, "doom", "icm", seed)
+        wait_for(lambda: train.run_processes(log_dir), 30, f"the stand-in of seed {seed} seen", every=0.05)
     fake = FakeTrain()
     ending = threading.Timer(1.0, lambda: [sleeper.stdin.close() for sleeper in sleepers])
 
