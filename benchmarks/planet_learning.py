@@ -95,7 +95,7 @@ def report(args):
                 tests[f"{first} vs {second}"] = {"step": last, "t": test[0], "p": test[1]}
                 print(f"at {last:,}: {first} against {second}: Welch t = {test[0]:.2f}, p = {test[1]:.3f}")
     with open(os.path.join(args.out, "planet_learning.json"), "w") as handle:
-        json.dump({"env_id": args.env_id, "steps": args.steps, "eval_every": args.eval_every,
+        json.dump({"command": args.command, "env_id": args.env_id, "steps": args.steps, "eval_every": args.eval_every,
                    "eval_episodes": args.eval_episodes, "solved_mean": args.solved_mean, "train_flags": args.extra,
                    "methods": {method: METHODS[method] for method in results}, "results": results,
                    "summary": {method: {**values, "at_steps": {str(step): cell for step, cell in
@@ -124,6 +124,9 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join("tmp", "bench-planet"))
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
+    # the command that makes these runs, for the results file: a --report-only run's without it
+    args.command = " ".join(["benchmarks/planet_learning.py"] + [
+        part for part in (sys.argv[1:] if argv is None else argv) if part != "--report-only"])
     if min(args.steps, args.parallel, args.window, args.eval_every, args.eval_episodes) < 1:
         parser.error("--steps, --parallel, --window, --eval-every and --eval-episodes must be >= 1")
     try:

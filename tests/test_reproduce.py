@@ -984,6 +984,8 @@ def test_planet_learning_reports_each_evaluation_over_seeds_the_first_solved_ste
     test = report["tests"]["planet vs sac"]
     assert test["step"] == 3000 and abs(test["p"] - expected.pvalue) < 1e-12 and test["t"] > 0
     assert "eval_vs_steps.png" in os.listdir(out / "plots")
+    assert report["command"] == (f"benchmarks/planet_learning.py --out {out} --steps 3000 --seeds 0 1 --methods "
+                                 "planet sac")  # without --report-only: the command that makes the runs
 
 
 def write_checkpoint(log_dir, *steps):

@@ -467,15 +467,16 @@ def planet_pendulum(page_dir):
     rows = [[f"{step:,}"] + [
         "{:,.0f} ({:,.0f} to {:,.0f})".format(*summary["at_steps"][str(step)][:3]) if str(step) in summary["at_steps"]
         else "" for summary in data["summary"].values()] for step in steps]
-    flags = " ".join(data["train_flags"])
+    seeds = " ".join(str(seed) for seed in next(iter(data["summary"].values()))["seeds"])
+    command = data.get("command") or (  # a results file from before planet_learning.py wrote its command
+        f"benchmarks/planet_learning.py --env-id {data['env_id']} --steps {data['steps']} --eval-every "
+        f"{data['eval_every']} --eval-episodes {data['eval_episodes']} --seeds {seeds} --methods "
+        f"{' '.join(data['summary'])} -- {' '.join(data['train_flags'])}")
     return (table(["steps"] + [f"`{method}`: the seeds' mean (min to max)" for method in data["summary"]], rows)
             + "\n\n" + textwrap.fill(
                 f"From {link(PLANET_PENDULUM, page_dir)}, {data['eval_episodes']} evaluation episodes each "
                 f"{data['eval_every']:,} steps without exploration noise; {planet_solved(PLANET_PENDULUM)} at "
-                f"{data['solved_mean']:,.0f}. Command: `benchmarks/planet_learning.py --env-id {data['env_id']} "
-                f"--steps {data['steps']} --eval-every {data['eval_every']} --eval-episodes {data['eval_episodes']} "
-                f"--seeds {' '.join(str(seed) for seed in next(iter(data['summary'].values()))['seeds'])} --methods "
-                f"{' '.join(data['summary'])} -- {flags}`.", width=118, break_long_words=False,
+                f"{data['solved_mean']:,.0f}. Command: `{command}`.", width=118, break_long_words=False,
                 break_on_hyphens=False))
 
 
