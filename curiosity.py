@@ -35,6 +35,17 @@ logger = logging.getLogger(__name__)
 
 PREDICTOR_HIDDEN = 256  # hidden units of the inverse and forward models, as in the original
 PREDICTOR_INIT_STD = 0.01
+# heads whose bonus's inverse and forward models start as RIDE's (its Minigrid*DynamicsNet: orthogonal weights, the
+# gain of a ReLU before one, 1 at the output), not as the original's Doom models (columns of norm 0.01)
+ORTHOGONAL_HEADS = ("minigrid",)
+RELU_GAIN = np.sqrt(2.0)
+
+
+def predictor_initializer(head, hidden):
+    """The initialiser of a layer of the inverse or forward model (`hidden`: one a ReLU follows) on `head`."""
+    if head in ORTHOGONAL_HEADS:
+        return tf1.orthogonal_initializer(RELU_GAIN if hidden else 1.0)
+    return normalized_columns_initializer(PREDICTOR_INIT_STD)
 
 
 def inverse_loss(logits, actions):
@@ -215,9 +226,9 @@ class StateActionPredictor(Curiosity):
         variables_before = trainable_variables()
         phi1, phi2 = self._encoder_and_inverse(observation_shape, num_actions, design_head)
         forward_hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
-                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+                                           predictor_initializer(self.head, hidden=True)))
         self.predicted_phi2 = linear(forward_hidden, self.feature_size, "flast",
-                                     normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, F]
+                                     predictor_initializer(self.head, hidden=False))  # [N, F]
         self.forward_loss_per_step = forward_loss_per_step(self.predicted_phi2, phi2)  # [N]
         self.forward_loss = tf.reduce_mean(self.forward_loss_per_step)
         self.bonus_per_step = self.forward_loss_per_step  # [N], times prediction_beta
@@ -234,14 +245,14 @@ class StateActionPredictor(Curiosity):
         self.feature_size = int(phi1.get_shape()[1])
 
         inverse_hidden = tf.nn.relu(linear(tf.concat([phi1, phi2], 1), PREDICTOR_HIDDEN, "g1",
-                                           normalized_columns_initializer(PREDICTOR_INIT_STD)))
+                                           predictor_initializer(self.head, hidden=True)))
         if self.continuous:  # the action regressed, through the tanh that bounds it as the policy's
             self.inverse_logits = tf.tanh(linear(inverse_hidden, num_actions.size, "glast",
-                                                 normalized_columns_initializer(PREDICTOR_INIT_STD)))  # [N, D]
+                                                 predictor_initializer(self.head, hidden=False)))  # [N, D]
             self.inverse_loss = inverse_regression_loss(self.inverse_logits, self.actions)
         else:
             self.inverse_logits = linear(inverse_hidden, num_actions, "glast",
-                                         normalized_columns_initializer(PREDICTOR_INIT_STD))  # [N, A]
+                                         predictor_initializer(self.head, hidden=False))  # [N, A]
             self.inverse_loss = inverse_loss(self.inverse_logits, self.actions)
         return phi1, phi2
 
@@ -697,8 +708,8 @@ class EmbeddingMemoryBonus(StateActionPredictor):
         self.forward_loss = tf.constant(0.0)
         if self.forward:
             hidden = tf.nn.relu(linear(self._forward_input(phi1), PREDICTOR_HIDDEN, "f1",
-                                       normalized_columns_initializer(PREDICTOR_INIT_STD)))
-            predicted = linear(hidden, self.feature_size, "flast", normalized_columns_initializer(PREDICTOR_INIT_STD))
+                                       predictor_initializer(self.head, hidden=True)))
+            predicted = linear(hidden, self.feature_size, "flast", predictor_initializer(self.head, hidden=False))
             self.forward_loss = tf.reduce_mean(forward_loss_per_step(predicted, phi2))
         self.bonus_per_step = tf.stop_gradient(self.step_rows())  # [N, ...]: what the memory reads of each step
         self.var_list = variables_since(variables_before)

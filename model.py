@@ -118,18 +118,27 @@ def doom_head(x):
 MINIGRID_CODES = (11, 6, 3)  # how many values each of a MiniGrid cell's codes takes: object, colour, state
 CODE_HEADS = ("minigrid",)  # heads whose observations are discrete codes: a state there can be counted exactly
 MINIGRID_CONVS = 3
+# the 3x3 convolutions' channels (stride 2, ELU: 7x7 -> 1x1) in RIDE's networks (Raileanu and Rocktaschel 2020): its
+# MinigridPolicyNet's trunk, and its MinigridStateEmbeddingNet, the state embedding its bonus's models share
+MINIGRID_CHANNELS = (32,) * MINIGRID_CONVS
+MINIGRID_EMBEDDING_CHANNELS = (32, 32, 128)
 
 
-def minigrid_trunk(x):
+def minigrid_trunk(x, channels=MINIGRID_CHANNELS):
     """MiniGrid's compact view [N, 7, 7, 3 x frames]: each cell's codes one-hot (the first convolution then embeds
-    them: a code is a category, not a magnitude), then RIDE's three 3x3 convolutions of 32 with stride 2 (ELU):
-    7x7 -> 1x1x32, RIDE's state embedding (Raileanu and Rocktaschel 2020, its MinigridStateEmbeddingNet)."""
+    them: a code is a category, not a magnitude), then RIDE's three 3x3 convolutions with stride 2 (ELU), 7x7 ->
+    1x1 x the last's channels."""
     codes = tf.cast(x, tf.int32)
     x = tf.concat([tf.one_hot(codes[..., channel], MINIGRID_CODES[channel % len(MINIGRID_CODES)])
                    for channel in range(x.get_shape()[-1])], axis=-1)  # [N, 7, 7, 20 x frames]
-    for i in range(MINIGRID_CONVS):
-        x = tf.nn.elu(conv2d(x, 32, f"l{i + 1}", (3, 3), (2, 2)))
-    return flatten(x)  # [N, 32]
+    for i, width in enumerate(channels):
+        x = tf.nn.elu(conv2d(x, width, f"l{i + 1}", (3, 3), (2, 2)))
+    return flatten(x)  # [N, channels[-1]]
+
+
+def minigrid_embedding(x):
+    """RIDE's state embedding of a view (its MinigridStateEmbeddingNet): 128 features, no layer on top."""
+    return minigrid_trunk(x, MINIGRID_EMBEDDING_CHANNELS)
 
 
 def minigrid_head(x):
@@ -148,9 +157,8 @@ def mlp_head(x, units=MLP_UNITS):
 
 HEADS = {"universe": universe_head, "nips": nips_head, "nature": nature_head, "doom": doom_head,
          "minigrid": minigrid_head, "mlp": mlp_head}
-# A curiosity encoder's embedding for each head: the head's own, but on MiniGrid RIDE's state embedding (the
-# convolutions' 32 features, no layer on top), as RIDE, E3B and NGU embed MiniGrid's views
-ENCODERS = {**HEADS, "minigrid": minigrid_trunk}
+# A curiosity encoder's embedding for each head: the head's own, but on MiniGrid RIDE's state embedding
+ENCODERS = {**HEADS, "minigrid": minigrid_embedding}
 
 
 def head_features(head, x, mlp_units=MLP_UNITS):

@@ -77,9 +77,9 @@ def test_the_minigrid_head_takes_each_code_one_hot_frame_by_frame():
 
 
 def test_a_curiosity_encoder_embeds_minigrids_views_as_rides_state_embedding_at_unit_scale():
-    """RIDE's embedding is its convolutions' 32 features: two real views from a fresh encoder lie about a unit apart,
-    not the 0.01 of a layer initialised as the original's Doom head (which left RIDE's impact, and E3B's bonus, all
-    but zero and the inverse model nothing to tell apart)."""
+    """RIDE's embedding is its convolutions' 128 features (32, 32, 128 channels): two real views from a fresh
+    encoder lie about a unit apart, not the 0.01 of a layer initialised as the original's Doom head (which left
+    RIDE's impact, and E3B's bonus, all but zero and the inverse model nothing to tell apart)."""
     import curiosity
 
     env = envs.create_env("MiniGrid-MultiRoom-N7-S4-v0", seed=0)
@@ -92,7 +92,32 @@ def test_a_curiosity_encoder_embeds_minigrids_views_as_rides_state_embedding_at_
         with tf1.Session() as session:
             session.run(tf1.global_variables_initializer())
             impact = session.run(bonus.bonus_per_step, bonus.feed([first], [second], [LEFT]))[0, 0]
-    assert bonus.feature_size == 32 and impact > 0.1, impact
+    assert bonus.feature_size == 128 and impact > 0.1, impact
+
+
+@pytest.mark.parametrize("head", ["minigrid", "doom"])
+def test_the_bonus_models_start_as_rides_on_minigrid_and_as_the_originals_elsewhere(head):
+    """On MiniGrid the inverse and forward models' weights are orthogonal, of gain sqrt(2) before a ReLU and 1 at
+    the output (RIDE's Minigrid*DynamicsNet); elsewhere each column has the original's norm of 0.01."""
+    import curiosity
+
+    shape = (7, 7, 3) if head == "minigrid" else (42, 42, 4)
+    with tf.Graph().as_default():
+        bonus = curiosity.build("ride", shape, 7, head)
+        weights = {v.op.name.split("/")[0]: v for v in bonus.var_list
+                   if v.op.name.endswith("/w") and not v.op.name.startswith("encoder/")}
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            values = session.run(weights)
+    assert sorted(values) == ["f1", "flast", "g1", "glast"]
+    for name, w in values.items():
+        if head == "minigrid":
+            gain = np.sqrt(2.0) if name in ("f1", "g1") else 1.0
+            small = min(w.shape)  # orthogonal: the shorter side's vectors orthonormal, times the gain
+            gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+            np.testing.assert_allclose(gram, gain ** 2 * np.eye(small), atol=1e-4, err_msg=name)
+        else:
+            np.testing.assert_allclose(np.linalg.norm(w, axis=0), 0.01, rtol=1e-4, err_msg=name)
 
 def test_the_launcher_gives_minigrid_its_head_unless_told(tmp_path):
     def dry_run(*flags):
