@@ -101,7 +101,8 @@ def summary(args, logs):
         if method != "plan2explore" and len(p2e) > 1 and len(other) > 1 and np.std(p2e + other) > 0:
             methods[method]["welch_p_against_plan2explore"] = float(stats.ttest_ind(p2e, other,
                                                                                   equal_var=False).pvalue)
-    return {"env_id": args.env_id, "steps": args.steps, "grid": GRID, "methods": methods, "runs": runs}
+    return {"command": args.command, "env_id": args.env_id, "steps": args.steps, "grid": GRID, "methods": methods,
+            "runs": runs}
 
 
 def figure(args, logs, path):
@@ -135,6 +136,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3000, help="environment steps of every run")
     parser.add_argument("--out", default=os.path.join("tmp", "coverage"))
     args = parser.parse_args()
+    args.command = " ".join(["benchmarks/exploration_coverage.py"] + sys.argv[1:])
     os.makedirs(args.out, exist_ok=True)
     logs = {(method, seed): train(args, method, seed) for seed in args.seeds for method in args.methods}
     result = summary(args, logs)

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import statistics
 import sys
 import textwrap
 
@@ -228,6 +229,17 @@ def pong(path):
 
 # (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
 PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
+PLANET_COVERAGE = "docs/results/planet/coverage/coverage.json"  # benchmarks/exploration_coverage.py
+
+
+def coverage_line(path):
+    """Each explorer's mean share of the grid visited, with Welch's p against Plan2Explore's."""
+    data = load(path)
+    return "; ".join(f"{method} {values['mean']:.1%}" + (
+        f" (p {values['welch_p_against_plan2explore']:.3f})" if "welch_p_against_plan2explore" in values else "")
+        for method, values in data["methods"].items())
+
+
 OTHER_RESULTS = (
     ("a3c", "`CartPole-v1`", "A3C, one process", "`classic` preset, 8 envs", "mean of 475 over 100 episodes (solved)",
      lambda: time_to_solve("docs/results/a3c-one-process/time_to_solve.json"),
@@ -254,6 +266,9 @@ OTHER_RESULTS = (
      "docs/results/impala/cartpole-2-actors/time_to_solve.json"),
     ("planet", "`Pendulum-v1`", "PlaNet's planner, one process, 3 seeds", "`planet_cpu`, action_repeat 2, 3,000 steps",
      "mean of -200 over 10 episodes", lambda: planet_solved(PLANET_PENDULUM), PLANET_PENDULUM),
+    ("planet", "`Pendulum-v1`", "Plan2Explore against a random policy and SAC + ICM / + disagreement without "
+     "reward, 3 seeds each", "`planet_cpu`, 3,000 steps", "share of a 24 x 24 grid of (angle, velocity) visited",
+     lambda: coverage_line(PLANET_COVERAGE), PLANET_COVERAGE),
     ("sac", "`Pendulum-v1`", "SAC, one process, 3 seeds", "`sac_classic`", "mean of -200 over 10 episodes",
      lambda: time_to_solve("docs/results/sac/pendulum-3seeds.json"), "docs/results/sac/pendulum-3seeds.json"),
     ("sac", "`CartPole-v1`", "SAC, discrete actions, 3 seeds", "`sac_classic`, 35k steps", "greedy evaluation solved",
@@ -480,6 +495,30 @@ def planet_pendulum(page_dir):
                 break_on_hyphens=False))
 
 
+def planet_coverage(page_dir):
+    """Each explorer's share of the state grid visited over seeds, Welch's test against Plan2Explore, and
+    Plan2Explore's zero-shot returns."""
+    data = load(PLANET_COVERAGE)
+    rows = []
+    for method, values in data["methods"].items():
+        runs = [run for run in data["runs"] if run["method"] == method]
+        cells = [run["coverage"] for run in runs]
+        p = values.get("welch_p_against_plan2explore")
+        rows.append([f"`{method}`", f"{values['mean']:.1%} +- {values['std']:.1%} ({min(cells):.1%} to "
+                     f"{max(cells):.1%})", "" if p is None else f"{p:.3f}", str(values["runs"])])
+    zero_shot = [run["evaluation"] for run in data["runs"] if run["method"] == "plan2explore"
+                 and run["evaluation"] is not None]
+    return (table(["explorer", "cells visited: mean +- sd (min to max)", "Welch's p against `plan2explore`",
+                   "seeds"], rows)
+            + "\n\n" + textwrap.fill(
+                f"From {link(PLANET_COVERAGE, page_dir)}: {data['env_id']}, {data['steps']:,} environment steps each, "
+                f"a grid of {data['grid']} x {data['grid']} cells over (angle, angular velocity). Plan2Explore's "
+                f"zero-shot return (its planner with the reward its model learned from the same episodes, "
+                f"{len(zero_shot)} seeds): {statistics.mean(zero_shot):,.0f} ({min(zero_shot):,.0f} to "
+                f"{max(zero_shot):,.0f}). Command: `{data['command']}`.", width=118, break_long_words=False,
+                break_on_hyphens=False))
+
+
 def planning_speed(page_dir):
     path = "docs/results/planet/planning_speed.json"
     data = load(path)
@@ -601,6 +640,7 @@ GENERATORS = {
     "planning-speed": planning_speed,
     "planner-ceiling": planner_ceiling,
     "planet-pendulum": planet_pendulum,
+    "planet-coverage": planet_coverage,
     "peers-impala": lambda page_dir: peers_table(page_dir, "docs/results/peers/peers-impala.json"),
     "env-speed": env_speed,
     "ps-load": ps_load,
