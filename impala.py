@@ -312,7 +312,7 @@ class VTraceLearning:
                                          tf.reduce_sum(self.mask * tf.minimum(tf.exp(log_rhos), 1.0)) / count),
                       tf1.summary.scalar("impala/learning_rate", rate)]
         if predictor is not None:
-            # A3C's: the predictor's per-step loss times the rollout length, by an Adam of its own
+            # A3C's: the predictor's per-step loss times the rollout length, by optimisers of its own
             predictor_loss = predictor.training_loss(config) * float(config.rollout_maxlen)
             predictor_updates, predictor_norms = bonus_updates(predictor, predictor_loss, config)
             updates += predictor_updates
