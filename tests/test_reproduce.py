@@ -753,9 +753,10 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
     import train
 
     out = str(tmp_path / "study")
-    sleepers = []
+    sleepers, log_dirs = [], []
     for seed, episodes in ((1, 10), (2, 3)):  # seed 1 gets to the budget of 1M, seed 2 stops at 300k
         log_dir = reproduce.run_dir(out, "doom", "icm", seed)
+        log_dirs.append(log_dir)
         write_episodes(log_dir, [0] * episodes, step_every=100_000)
         with open(os.path.join(log_dir, "config.json"), "w") as handle:
             json.dump({}, handle)
@@ -763,9 +764,8 @@ def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp
         sleepers.append(subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", train.WORKER_SCRIPT,
                                           "--log-dir", log_dir], stdin=subprocess.PIPE))
     # Popen returns once the exec has begun, and for a moment after the new command line may read empty in /proc
-    for seed, _ in ((1, 10), (2, 3)):
-        log_dir = reproduce.run_dir(out, "doom", "icm", seed)
-        wait_for(lambda: train.run_processes(log_dir), 30, f"the stand-in of seed {seed} seen", every=0.05)
+    for log_dir in log_dirs:
+        wait_for(lambda: train.run_processes(log_dir), 30, f"the stand-in in {log_dir} seen", every=0.05)
     fake = FakeTrain()
     ending = threading.Timer(1.0, lambda: [sleeper.stdin.close() for sleeper in sleepers])
 
