@@ -10,6 +10,7 @@ Plays the run's last checkpoint (A3C, DQN or SAC: demo.py's agents) greedily fro
 that falls.
 """
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -25,7 +26,7 @@ import evaluation  # noqa: E402
 import logdir  # noqa: E402
 
 TRACK_LIMIT = 2.4  # gymnasium's CartPole: x_threshold
-ANGLE_LIMIT = 0.2095  # 12 degrees in radians: theta_threshold_radians
+ANGLE_LIMIT = 12 * 2 * math.pi / 360  # gymnasium's CartPole: theta_threshold_radians, as it computes it
 FIRST_SEED = 1000
 
 

@@ -146,6 +146,7 @@ def test_cartpole_endings_tell_the_cart_off_the_track_from_the_pole_down(cartpol
     assert cartpole_endings.ending([2.41, 0.1, 0.05, 0.0], 120, 500) == "cart"
     assert cartpole_endings.ending([-2.41, -0.1, 0.3, 0.0], 120, 500) == "cart"
     assert cartpole_endings.ending([0.5, 0.0, -0.21, -1.0], 40, 500) == "pole"
+    assert cartpole_endings.ending([0.5, 0.0, 0.20946, 0.0], 60, 500) == "pole"  # just past gymnasium's 12 degrees
     assert cartpole_endings.ending([0.5, 0.0, 0.01, 0.0], 500, 500) == "limit"
     assert cartpole_endings.main(["--log-dir", str(cartpole_run), "--episodes", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
