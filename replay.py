@@ -13,10 +13,13 @@ current TensorFlow or Python 3.12+. The tree below is vectorised: a batch of upd
 operations per level of the tree, not a Python loop per item.
 """
 import collections
+import os
 import queue
 import threading
 
 import numpy as np
+
+from constants import UsageError
 
 
 class SumTree:
@@ -101,6 +104,23 @@ def beta_at(step, total_steps, start=0.4, end=1.0):
     return start + fraction * (end - start)
 
 
+def physical_memory():
+    """This machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(capacity, observation_shape, observation_dtype, copies, memory=None):
+    """UsageError where `copies` arrays of `capacity` observations would not fit in the machine's memory (numpy
+    would fail with a stack trace, or the kernel kill the process once the pages fill), naming the capacity that
+    would fit in half of it."""
+    per_transition = copies * int(np.prod(observation_shape)) * np.dtype(observation_dtype).itemsize
+    memory = physical_memory() if memory is None else memory
+    if capacity * per_transition > memory:
+        raise UsageError(f"a replay of {capacity:,} transitions of {'x'.join(map(str, observation_shape))} "
+                         f"observations needs {capacity * per_transition / 2 ** 30:.1f} GiB and this machine has "
+                         f"{memory / 2 ** 30:.1f} GiB: --set replay_capacity={memory // 2 // per_transition} or less")
+
+
 class PrioritizedReplay:
     """A FIFO memory of `capacity` transitions, sampled in proportion to priority^alpha (`uniform`: uniformly, with
     no tree at all, the baseline that prioritization is measured against). New transitions get the largest priority
@@ -112,6 +132,7 @@ class PrioritizedReplay:
         `action_shape`, `action_dtype`: one int per action by default, a float vector for continuous actions."""
         if capacity < 1:
             raise ValueError(f"a replay needs a capacity of at least 1, got {capacity}")
+        check_fits(capacity, observation_shape, observation_dtype, 3 if one_step else 2)
         self.capacity, self.alpha, self.epsilon, self.uniform = capacity, alpha, epsilon, uniform
         self.observations = np.zeros((capacity, *observation_shape), observation_dtype)
         self.next_observations = np.zeros((capacity, *observation_shape), observation_dtype)

@@ -173,3 +173,14 @@ def test_a_one_step_replay_keeps_each_transitions_next_observation_and_asks_for_
     with pytest.raises(ValueError, match="following"):
         memory.add(np.zeros((1, 1)), [0], [0.0], [1.0], np.zeros((1, 1)))
     assert "following" not in replay.PrioritizedReplay(4, (1,), np.float32).fields
+
+
+def test_a_replay_too_large_for_the_memory_is_a_usage_error_naming_a_capacity_that_fits():
+    from constants import UsageError
+
+    # two 64x64x12 byte observations a transition: 98,304 bytes; 1 GiB holds 10,922 of them
+    replay.check_fits(10_922, (64, 64, 12), np.uint8, 2, memory=2 ** 30)
+    with pytest.raises(UsageError, match=r"10,923 transitions of 64x64x12 .* 1.0 GiB: --set replay_capacity=5461 "):
+        replay.check_fits(10_923, (64, 64, 12), np.uint8, 2, memory=2 ** 30)
+    with pytest.raises(UsageError, match="replay_capacity=3640 "):  # a third copy for the curiosity bonus
+        replay.check_fits(10_922, (64, 64, 12), np.uint8, 3, memory=2 ** 30)
