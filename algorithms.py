@@ -96,6 +96,7 @@ class Algorithm:
     learner: str = None  # "module:callable(observation_shape, action_space, config, head, dtype)": a replay
     # learner's networks and train op in the default graph, as its one-process run and Ape-X build them
     own_hyperparameters: tuple = ()  # Hyperparameter: those only it reads, fields of constants.Config all the same
+    reads_of: tuple = ()  # the rows whose own hyper-parameters it reads too (a learner it builds on)
     bonuses: bool = True  # composes with the curiosity bonuses (--unsup); else --unsup none only
 
     @property
@@ -255,6 +256,7 @@ PLANET = Algorithm(
     roles=(LEARNER, ACTOR), replay=False, actions=("continuous",), default_workers=0,
     presets={"vector": "planet_cpu", "image": "planet_cpu_pixels"}, hyperparameters=PLANET_PRESETS,
     task="planet:run_task", local="planet:run_local", agent="planet:Agent", evaluates_inline=True, bonuses=False,
+    reads_of=("sac",),  # its latent actor (behaviour=sac) is sac.SAC
     own_hyperparameters=(
         Hyperparameter("state_size", 30, "the RSSM's stochastic state: a diagonal Gaussian of this many dimensions",
                        low=1),
@@ -367,6 +369,18 @@ def named_presets():
             raise ValueError(f"{row.name}'s presets {', '.join(sorted(shared))} are another algorithm's")
         presets.update(row.hyperparameters)
     return presets
+
+
+def owner(name):
+    """The row whose own hyper-parameter `name` is, or None for a field that every row reads."""
+    return next((row.name for row in ALGORITHMS.values() for parameter in row.own_hyperparameters
+                 if parameter.name == name), None)
+
+
+def reads(algo, name):
+    """Whether --algo `algo` reads the hyper-parameter `name`: every row reads constants.Config's fields but the
+    other rows' own, unless it builds on that row."""
+    return owner(name) in (None, algo, *ALGORITHMS[algo].reads_of)
 
 
 def own_hyperparameters():

@@ -408,8 +408,14 @@ def check_args(args):
 
 
 def check_overrides(args, family):
-    """ConfigError where the --set values fit none of the presets the run may get: `auto` picks one by the
-    observations too, which only the environment tells (the worker checks again against the one picked)."""
+    """ConfigError where a --set value is another algorithm's own hyper-parameter (it would be ignored), or the
+    values fit none of the presets the run may get: `auto` picks one by the observations too, which only the
+    environment tells (the worker checks again against the one picked)."""
+    for item in args.overrides or []:
+        name = item.partition("=")[0].strip()
+        if not algorithms.reads(args.algo, name):
+            raise constants.ConfigError(f"--set {name}: {algorithms.owner(name)}'s own hyper-parameter, which --algo "
+                                        f"{args.algo} does not read; leave it out")
     presets = sorted({constants.resolve_preset(args.preset, kind, family, args.unsup, args.algo)
                       for kind in ("vector", "image")})
     errors = []

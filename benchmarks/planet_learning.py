@@ -6,12 +6,16 @@ the last one, the figures, and a table.
 
     python benchmarks/planet_learning.py --env-id Pendulum-v1 --steps 3000 --eval-every 1000 --eval-episodes 10 \\
         --seeds 0 1 2 --methods planet --out tmp/planet-pendulum -- --set action_repeat=2
-    python benchmarks/planet_learning.py --env-id Pendulum-v1-pixels --steps 20000 --eval-every 5000 \\
-        --methods planet planet_latent_sac sac --out tmp/planet-pixels
+    python benchmarks/planet_learning.py --env-id Pendulum-v1-pixels --steps 5000 --eval-every 1000 \\
+        --eval-episodes 5 --methods planet planet_latent_sac sac --out tmp/planet-pixels \\
+        --method-flags "planet=--set action_repeat=2 --set collect_every=50" \\
+        --method-flags "planet_latent_sac=--set action_repeat=2 --set collect_every=50" \\
+        --method-flags "sac=--set learning_starts=1000 --set replay_capacity=5000"
 
 Methods: `planet` (the planner), `planet_latent_sac` (SAC on the model's latent state, `--set behaviour=sac`,
 learning beside the model from the start) and `sac` (SAC on the observations themselves); the flags after `--` go
-to every run. The runs live in <out>/<method>-seed<seed> (output in <out>/<method>-seed<seed>.log) and resume as
+to every run, those of --method-flags METHOD=FLAGS to that method's only (train.py refuses one algorithm's own
+hyper-parameter on another's run). The runs live in <out>/<method>-seed<seed> (output in <out>/<method>-seed<seed>.log) and resume as
 benchmarks/replay_learning.py's do: run the command again to go on; a finished run is not run again. Writes
 <out>/planet_learning.json and, through plots.py, <out>/plots/ (evaluations and training returns against steps,
 each method's seeds as mean and min-max band).
@@ -19,6 +23,7 @@ each method's seeds as mean and min-max band).
 import argparse
 import json
 import os
+import shlex
 import sys
 
 import numpy as np
@@ -60,11 +65,37 @@ def welch(first, second):
     return float(result.statistic), float(result.pvalue)
 
 
+def recorded_argv(run):
+    """The train.py flags a run was started with, as its config.json recorded them (None before it wrote one)."""
+    try:
+        with open(os.path.join(run, "config.json")) as handle:
+            return json.load(handle).get("argv")
+    except (OSError, ValueError):
+        return None
+
+
+def parse_method_flags(items, choices):
+    """{method: [train.py flags]} of --method-flags METHOD=FLAGS items; ValueError naming a bad one."""
+    found = {}
+    for item in items:
+        method, separator, flags = item.partition("=")
+        if not separator or method not in choices:
+            raise ValueError(f"--method-flags {item!r}: give METHOD=FLAGS with METHOD one of {', '.join(choices)}")
+        found[method] = found.get(method, []) + shlex.split(flags)
+    return found
+
+
+def flags_of(args):
+    """{method: its train.py flags}: its row in METHODS, then its --method-flags."""
+    return {method: METHODS[method] + args.method_flags.get(method, []) for method in args.methods}
+
+
 def report(args):
     found = {method: [seed for seed in args.seeds if os.path.isdir(replay_learning.run_dir(args.out, method, seed))]
              for method in args.methods}
     results = {method: [{"seed": seed, "evaluations": logdir.read_rewards(replay_learning.run_dir(args.out, method,
-                                                                                                   seed))}
+                                                                                                   seed)),
+                         "argv": recorded_argv(replay_learning.run_dir(args.out, method, seed))}
                         for seed in seeds] for method, seeds in found.items() if seeds}
     steps = sorted({step for runs in results.values() for run in runs for step, _ in run["evaluations"]})
     print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean return of "
@@ -97,7 +128,7 @@ def report(args):
     with open(os.path.join(args.out, "planet_learning.json"), "w") as handle:
         json.dump({"command": args.command, "env_id": args.env_id, "steps": args.steps, "eval_every": args.eval_every,
                    "eval_episodes": args.eval_episodes, "solved_mean": args.solved_mean, "train_flags": args.extra,
-                   "methods": {method: METHODS[method] for method in results}, "results": results,
+                   "methods": {method: flags_of(args)[method] for method in results}, "results": results,
                    "summary": {method: {**values, "at_steps": {str(step): cell for step, cell in
                                                                values["at_steps"].items()}}
                                for method, values in summary.items()},
@@ -120,6 +151,8 @@ def main(argv=None):
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--solved-mean", type=float, default=SOLVED_MEAN)
     parser.add_argument("--window", type=int, default=5, help="training episodes in each mean of the figures")
+    parser.add_argument("--method-flags", action="append", default=[], metavar="METHOD=FLAGS",
+                        help="train.py flags for METHOD's runs only (repeatable), e.g. 'sac=--set learning_starts=1000'")
     parser.add_argument("--report-only", action="store_true", help="the table and figures of the runs in --out")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-planet"))
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
@@ -127,14 +160,17 @@ def main(argv=None):
     # the command that makes these runs, for the results file: a --report-only run's without it
     args.command = " ".join(["benchmarks/planet_learning.py"] + [
         part for part in (sys.argv[1:] if argv is None else argv) if part != "--report-only"])
+    try:
+        args.method_flags = parse_method_flags(args.method_flags, sorted(METHODS))
+    except ValueError as error:
+        parser.error(str(error))
     if min(args.steps, args.parallel, args.window, args.eval_every, args.eval_episodes) < 1:
         parser.error("--steps, --parallel, --window, --eval-every and --eval-episodes must be >= 1")
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as error:
         parser.error(f"--out {args.out}: {error.strerror}; choose another --out")
-    if not args.report_only and not replay_learning.train_all(args, {method: METHODS[method]
-                                                                      for method in args.methods}):
+    if not args.report_only and not replay_learning.train_all(args, flags_of(args)):
         return 130
     report(args)
     return 0

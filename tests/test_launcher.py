@@ -258,6 +258,16 @@ def test_bad_cluster_flags_get_one_line(tmp_path, flags, fragment):
     assert_one_line_error(run_train(*flags, "--dry-run", "--log-dir", str(tmp_path / "r")), fragment)
 
 
+def test_another_algorithms_own_hyper_parameter_is_refused_not_ignored(tmp_path):
+    """SAC reads no action_repeat: a comparison that set it on every method would have held SAC's actions for one
+    step while saying two."""
+    flags = ["--env-id", "Pendulum-v1", "--set", "action_repeat=2", "--dry-run", "--log-dir", str(tmp_path / "r")]
+    assert_one_line_error(run_train("--algo", "sac", *flags),
+                          "--set action_repeat: planet's own hyper-parameter, which --algo sac does not read")
+    assert run_train("--algo", "planet", *flags).returncode == 0
+    assert run_train("--algo", "planet", *flags, "--set", "tau=0.01").returncode == 0  # its latent actor is SAC's
+
+
 @pytest.mark.parametrize("flags, fragment", [
     (["--eval-every", "-5"], "--eval-every must be at least 1 global step, got -5"),
     (["--eval-episodes", "0"], "--eval-episodes must be at least 1, got 0"),

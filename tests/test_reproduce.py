@@ -988,6 +988,35 @@ def test_planet_learning_reports_each_evaluation_over_seeds_the_first_solved_ste
                                  "planet sac")  # without --report-only: the command that makes the runs
 
 
+def test_planet_learning_gives_each_method_its_own_flags_and_records_each_runs(tmp_path, monkeypatch):
+    import planet_learning
+    import replay_learning
+
+    out = tmp_path / "pixels"
+    launched = {}
+
+    def launch(args, method, seed, flags):  # a finished run in place of train.py, its flags kept
+        launched[method, seed] = flags
+        run = out / f"{method}-seed{seed}"
+        write_episodes(run, [-1000.0] * 3, workers=1)
+        (run / "rewards.txt").write_text("  1     3000 -500.0\n")
+        (run / "config.json").write_text(json.dumps({"argv": ["train.py", *flags]}))
+        return subprocess.Popen(["true"])
+
+    monkeypatch.setattr(replay_learning, "launch", launch)
+    monkeypatch.setattr(replay_learning, "done", lambda run, steps: False)
+    assert planet_learning.main(["--out", str(out), "--steps", "3000", "--seeds", "0", "--methods", "planet", "sac",
+                                 "--method-flags", "planet=--set action_repeat=2 --set collect_every=50",
+                                 "--method-flags", "sac=--set learning_starts=1000"]) == 0
+    assert launched == {("planet", 0): ["--algo", "planet", "--set", "action_repeat=2", "--set", "collect_every=50"],
+                        ("sac", 0): ["--algo", "sac", "--set", "learning_starts=1000"]}
+    report = json.load(open(out / "planet_learning.json"))
+    assert report["methods"]["sac"] == ["--algo", "sac", "--set", "learning_starts=1000"]
+    assert report["results"]["planet"][0]["argv"] == ["train.py", *launched["planet", 0]]
+    with pytest.raises(SystemExit):
+        planet_learning.main(["--out", str(out), "--method-flags", "dreamer=--set seed=1"])
+
+
 def write_checkpoint(log_dir, *steps):
     """TensorFlow's files of checkpoints at `steps` (the last the latest), made up, under <log-dir>/train."""
     train_dir = os.path.join(log_dir, "train")

@@ -601,7 +601,9 @@ def hyperparameter_reference():
     own = {parameter.name: row.name for row in algorithms.ALGORITHMS.values()
            for parameter in row.own_hyperparameters}
     # HELP begins an algorithm's own with "--algo NAME: " (for --help-config): said here as "`--algo NAME` only: "
-    rows = [[f"`{name}`", f"`{value!r}`", (f"`--algo {own[name]}` only: " if name in own else "")
+    readers = {name: " and ".join(f"`--algo {row.name}`" for row in algorithms.ALGORITHMS.values()
+                                  if algorithms.reads(row.name, name)) for name in own}
+    rows = [[f"`{name}`", f"`{value!r}`", (f"{readers[name]} only: " if name in own else "")
              + cell(constants.HELP[name].removeprefix(f"--algo {own.get(name)}: "))]
             for name, value in constants.Config().to_dict().items()]
     return table(["name (`--set NAME=VALUE`)", "default", "meaning"], rows)
