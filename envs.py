@@ -60,6 +60,10 @@ SUPPORTED = ("doom, doomSparse, doomVerySparse and other ViZDoom scenarios by th
 PIXELS_SUFFIX = "-pixels"
 PIXELS_SIZE = 64  # PlaNet's frames: 64x64 RGB
 MUJOCO_ENTRY = "gymnasium.envs.mujoco"  # where gymnasium's MuJoCo tasks live: they render at a size they are given
+# Cameras for -pixels where a task's own shows too little at 64x64: Reacher-v5's looks at the whole arena from an
+# angle, the arm 2 pixels wide and the target 1; from above at 0.65 (DeepMind Control's reacher view), the disk the
+# arm reaches (radius 0.21) fills the frame, the arm's root at its centre
+PIXELS_CAMERAS = {"Reacher-v5": {"distance": 0.65, "elevation": -90.0, "azimuth": 90.0, "lookat": (0.0, 0.0, 0.0)}}
 
 
 class EnvError(ValueError):
@@ -687,6 +691,9 @@ def _rendering(base, size):
     if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY):
         os.environ.setdefault("MUJOCO_GL", "egl")
         kwargs.update(width=size, height=size)
+        if base in PIXELS_CAMERAS:
+            kwargs["default_camera_config"] = {**PIXELS_CAMERAS[base],
+                                               "lookat": np.array(PIXELS_CAMERAS[base]["lookat"])}
     try:
         env = gym.make(base, **kwargs)
     except gym.error.DependencyNotInstalled as error:

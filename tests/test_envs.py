@@ -135,6 +135,17 @@ def test_a_mujoco_task_renders_its_pixels_headless_after_tensorflow_has_run():
     assert not env.unwrapped.process.is_alive()
 
 
+def test_reacher_from_pixels_looks_from_above_with_the_arms_root_at_the_centre():
+    """Reacher-v5's own camera left the arm 2 pixels wide at 64x64 (a share of 0.2% of the frame)."""
+    env = envs.create_env("Reacher-v5-pixels", continuous_actions=True, seed=0)
+    frame = (env.reset(seed=1)[0] * 255).astype(int)
+    env.close()
+    arm = frame[..., 2] > frame[..., 0] + 30  # the links are blue, the floor grey
+    root = (frame[..., 0] - frame[..., 1] > 40) & (frame[..., 2] - frame[..., 1] > 15)  # its cap is pink
+    rows, columns = np.nonzero(root)
+    assert arm.mean() > 0.008 and abs(rows.mean() - 31.5) < 3 and abs(columns.mean() - 31.5) < 3
+
+
 def test_a_mujoco_task_without_mujoco_says_what_to_install(monkeypatch):
     real = envs.importlib.util.find_spec
     monkeypatch.setattr(envs.importlib.util, "find_spec", lambda name: None if name == "mujoco" else real(name))
