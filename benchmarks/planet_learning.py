@@ -74,6 +74,17 @@ def recorded_argv(run):
         return None
 
 
+def wall_minutes(run):
+    """Minutes from a run's first episode's start to its last episode or evaluation (pauses and resumes included);
+    None before it has played."""
+    episodes = logdir.rows_of(run, "episodes_*.csv")
+    if not episodes:
+        return None
+    start = min(float(row["wall_time"]) - float(row["seconds"]) for row in episodes)
+    end = max(float(row["wall_time"]) for row in episodes + logdir.rows_of(run, logdir.EVAL))
+    return (end - start) / 60
+
+
 def parse_method_flags(items, choices):
     """{method: [train.py flags]} of --method-flags METHOD=FLAGS items; ValueError naming a bad one."""
     found = {}
@@ -95,7 +106,8 @@ def report(args):
              for method in args.methods}
     results = {method: [{"seed": seed, "evaluations": logdir.read_rewards(replay_learning.run_dir(args.out, method,
                                                                                                    seed)),
-                         "argv": recorded_argv(replay_learning.run_dir(args.out, method, seed))}
+                         "argv": recorded_argv(replay_learning.run_dir(args.out, method, seed)),
+                         "wall_minutes": wall_minutes(replay_learning.run_dir(args.out, method, seed))}
                         for seed in seeds] for method, seeds in found.items() if seeds}
     steps = sorted({step for runs in results.values() for run in runs for step, _ in run["evaluations"]})
     print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean return of "
@@ -111,8 +123,11 @@ def report(args):
         cells = "  ".join(f"{step:,}: {mean:.0f} ({low:.0f} to {high:.0f})" for step, (mean, low, high, _) in
                           table.items())
         print(f"{method:>18} {len(runs)} seeds  {cells}")
+        minutes = [run["wall_minutes"] for run in runs if run["wall_minutes"] is not None]
+        summary[method]["wall_minutes"] = [min(minutes), max(minutes)] if minutes else None
         print(f"{'':>18} reached {args.solved_mean:g} in {summary[method]['solved']} of {len(runs)} seeds, at "
-              f"{', '.join('-' if step is None else f'{step:,}' for step in solved)}")
+              f"{', '.join('-' if step is None else f'{step:,}' for step in solved)}" +
+              (f"; {min(minutes):.0f}-{max(minutes):.0f} min a run" if minutes else ""))
     tests = {}
     last = steps[-1] if steps else None
     methods = list(results)

@@ -988,7 +988,7 @@ def test_planet_learning_reports_each_evaluation_over_seeds_the_first_solved_ste
                                  "planet sac")  # without --report-only: the command that makes the runs
 
 
-def test_planet_learning_gives_each_method_its_own_flags_and_records_each_runs(tmp_path, monkeypatch):
+def test_planet_learning_gives_each_method_its_own_flags_and_records_each_runs_flags_and_time(tmp_path, monkeypatch):
     import planet_learning
     import replay_learning
 
@@ -1001,6 +1001,7 @@ def test_planet_learning_gives_each_method_its_own_flags_and_records_each_runs(t
         write_episodes(run, [-1000.0] * 3, workers=1)
         (run / "rewards.txt").write_text("  1     3000 -500.0\n")
         (run / "config.json").write_text(json.dumps({"argv": ["train.py", *flags]}))
+        (run / "eval.csv").write_text("global_step,wall_time,episodes,mean_reward\n3000,1000120,5,-500\n")
         return subprocess.Popen(["true"])
 
     monkeypatch.setattr(replay_learning, "launch", launch)
@@ -1013,6 +1014,9 @@ def test_planet_learning_gives_each_method_its_own_flags_and_records_each_runs(t
     report = json.load(open(out / "planet_learning.json"))
     assert report["methods"]["sac"] == ["--algo", "sac", "--set", "learning_starts=1000"]
     assert report["results"]["planet"][0]["argv"] == ["train.py", *launched["planet", 0]]
+    # from the first episode's start (its end 1,000,001 less its 1 s) to the evaluation at 1,000,120
+    assert report["results"]["sac"][0]["wall_minutes"] == pytest.approx(2.0)
+    assert report["summary"]["sac"]["wall_minutes"] == [pytest.approx(2.0)] * 2
     with pytest.raises(SystemExit):
         planet_learning.main(["--out", str(out), "--method-flags", "dreamer=--set seed=1"])
 

@@ -475,9 +475,10 @@ def planet_solved(path):
         if summary["solved"] else "") for method, summary in data["summary"].items())
 
 
-def planet_pendulum(page_dir):
-    """Each method's evaluations of planet_learning.py on Pendulum: the seeds' mean (min to max) at each step."""
-    data = load(PLANET_PENDULUM)
+def planet_learning(path, page_dir):
+    """Each method's evaluations of a planet_learning.py file: the seeds' mean (min to max) at each step, the seeds
+    that reached its solved mean, Welch's tests at the last step, and the command."""
+    data = load(path)
     steps = sorted({int(step) for summary in data["summary"].values() for step in summary["at_steps"]})
     rows = [[f"{step:,}"] + [
         "{:,.0f} ({:,.0f} to {:,.0f})".format(*summary["at_steps"][str(step)][:3]) if str(step) in summary["at_steps"]
@@ -487,11 +488,13 @@ def planet_pendulum(page_dir):
         f"benchmarks/planet_learning.py --env-id {data['env_id']} --steps {data['steps']} --eval-every "
         f"{data['eval_every']} --eval-episodes {data['eval_episodes']} --seeds {seeds} --methods "
         f"{' '.join(data['summary'])} -- {' '.join(data['train_flags'])}")
+    tests = "".join(f" At {test['step']:,} steps, {pair.replace(' vs ', ' against ')}: Welch's p {test['p']:.3f}."
+                    for pair, test in data.get("tests", {}).items())
     return (table(["steps"] + [f"`{method}`: the seeds' mean (min to max)" for method in data["summary"]], rows)
             + "\n\n" + textwrap.fill(
-                f"From {link(PLANET_PENDULUM, page_dir)}, {data['eval_episodes']} evaluation episodes each "
-                f"{data['eval_every']:,} steps without exploration noise; {planet_solved(PLANET_PENDULUM)} at "
-                f"{data['solved_mean']:,.0f}. Command: `{command}`.", width=118, break_long_words=False,
+                f"From {link(path, page_dir)}, {data['eval_episodes']} evaluation episodes each "
+                f"{data['eval_every']:,} steps without exploration noise; {planet_solved(path)} at "
+                f"{data['solved_mean']:,.0f}.{tests} Command: `{command}`.", width=118, break_long_words=False,
                 break_on_hyphens=False))
 
 
@@ -641,7 +644,7 @@ GENERATORS = {
     "spawns": spawn_table,
     "planning-speed": planning_speed,
     "planner-ceiling": planner_ceiling,
-    "planet-pendulum": planet_pendulum,
+    "planet-pendulum": lambda page_dir: planet_learning(PLANET_PENDULUM, page_dir),
     "planet-coverage": planet_coverage,
     "peers-impala": lambda page_dir: peers_table(page_dir, "docs/results/peers/peers-impala.json"),
     "env-speed": env_speed,
