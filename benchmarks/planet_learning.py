@@ -173,7 +173,7 @@ def main(argv=None):
     parser.add_argument("extra", nargs="*", help="more train.py flags for every run, after --")
     args = parser.parse_args(argv)
     # the command that makes these runs, for the results file: a --report-only run's without it
-    args.command = " ".join(["benchmarks/planet_learning.py"] + [
+    args.command = shlex.join(["benchmarks/planet_learning.py"] + [
         part for part in (sys.argv[1:] if argv is None else argv) if part != "--report-only"])
     try:
         args.method_flags = parse_method_flags(args.method_flags, sorted(METHODS))

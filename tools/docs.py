@@ -230,6 +230,16 @@ def pong(path):
 # (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
 PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
 PLANET_COVERAGE = "docs/results/planet/coverage/coverage.json"  # benchmarks/exploration_coverage.py
+PLANET_PIXELS = "docs/results/planet/pendulum-pixels/planet_learning.json"
+
+
+def last_evaluations(path):
+    """Each method's evaluations at a planet_learning.py file's last step: the seeds' mean (min to max)."""
+    data = load(path)
+    last = str(data["steps"])
+    return "; ".join(f"{method} {values['at_steps'][last][0]:,.0f} ({values['at_steps'][last][1]:,.0f} to "
+                     f"{values['at_steps'][last][2]:,.0f})" for method, values in data["summary"].items()
+                     if last in values["at_steps"])
 
 
 def coverage_line(path):
@@ -269,6 +279,9 @@ OTHER_RESULTS = (
     ("planet", "`Pendulum-v1`", "Plan2Explore against a random policy and SAC + ICM / + disagreement without "
      "reward, 3 seeds each", "`planet_cpu`, 3,000 steps", "share of a 24 x 24 grid of (angle, velocity) visited",
      lambda: coverage_line(PLANET_COVERAGE), PLANET_COVERAGE),
+    ("planet", "`Pendulum-v1-pixels`", "PlaNet's planner, SAC on its latent state and SAC on the frames, 3 seeds "
+     "each", "`planet_cpu_pixels`, 5,000 steps", "mean return of 5 evaluation episodes at 5,000 steps",
+     lambda: last_evaluations(PLANET_PIXELS), PLANET_PIXELS),
     ("sac", "`Pendulum-v1`", "SAC, one process, 3 seeds", "`sac_classic`", "mean of -200 over 10 episodes",
      lambda: time_to_solve("docs/results/sac/pendulum-3seeds.json"), "docs/results/sac/pendulum-3seeds.json"),
     ("sac", "`CartPole-v1`", "SAC, discrete actions, 3 seeds", "`sac_classic`, 35k steps", "greedy evaluation solved",
@@ -490,6 +503,10 @@ def planet_learning(path, page_dir):
         f"{' '.join(data['summary'])} -- {' '.join(data['train_flags'])}")
     tests = "".join(f" At {test['step']:,} steps, {pair.replace(' vs ', ' against ')}: Welch's p {test['p']:.3f}."
                     for pair, test in data.get("tests", {}).items())
+    minutes = [f"{method} {values['wall_minutes'][0]:.0f}-{values['wall_minutes'][1]:.0f}"
+               for method, values in data["summary"].items() if values.get("wall_minutes")]
+    if minutes:
+        tests += f" Minutes a run: {', '.join(minutes)}."
     return (table(["steps"] + [f"`{method}`: the seeds' mean (min to max)" for method in data["summary"]], rows)
             + "\n\n" + textwrap.fill(
                 f"From {link(path, page_dir)}, {data['eval_episodes']} evaluation episodes each "
@@ -646,6 +663,7 @@ GENERATORS = {
     "planner-ceiling": planner_ceiling,
     "planet-pendulum": lambda page_dir: planet_learning(PLANET_PENDULUM, page_dir),
     "planet-coverage": planet_coverage,
+    "planet-pixels": lambda page_dir: planet_learning(PLANET_PIXELS, page_dir),
     "peers-impala": lambda page_dir: peers_table(page_dir, "docs/results/peers/peers-impala.json"),
     "env-speed": env_speed,
     "ps-load": ps_load,
