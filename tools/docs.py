@@ -231,6 +231,7 @@ def pong(path):
 PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
 PLANET_COVERAGE = "docs/results/planet/coverage/coverage.json"  # benchmarks/exploration_coverage.py
 PLANET_PIXELS = "docs/results/planet/pendulum-pixels/planet_learning.json"
+PLANET_REACHER = "docs/results/planet/reacher-pixels/planet_learning.json"
 
 
 def last_evaluations(path):
@@ -282,6 +283,9 @@ OTHER_RESULTS = (
     ("planet", "`Pendulum-v1-pixels`", "PlaNet's planner, SAC on its latent state and SAC on the frames, 3 seeds "
      "each", "`planet_cpu_pixels`, 5,000 steps", "mean return of 5 evaluation episodes at 5,000 steps",
      lambda: last_evaluations(PLANET_PIXELS), PLANET_PIXELS),
+    ("planet", "`Reacher-v5-pixels`", "PlaNet's planner, SAC on its latent state and SAC on the frames, 3 seeds "
+     "each", "`planet_cpu_pixels`, 4,000 steps", "mean return of 5 evaluation episodes at 4,000 steps (an arm that "
+     "never moves: -11.5)", lambda: last_evaluations(PLANET_REACHER), PLANET_REACHER),
     ("sac", "`Pendulum-v1`", "SAC, one process, 3 seeds", "`sac_classic`", "mean of -200 over 10 episodes",
      lambda: time_to_solve("docs/results/sac/pendulum-3seeds.json"), "docs/results/sac/pendulum-3seeds.json"),
     ("sac", "`CartPole-v1`", "SAC, discrete actions, 3 seeds", "`sac_classic`, 35k steps", "greedy evaluation solved",
@@ -664,6 +668,7 @@ GENERATORS = {
     "planet-pendulum": lambda page_dir: planet_learning(PLANET_PENDULUM, page_dir),
     "planet-coverage": planet_coverage,
     "planet-pixels": lambda page_dir: planet_learning(PLANET_PIXELS, page_dir),
+    "planet-reacher": lambda page_dir: planet_learning(PLANET_REACHER, page_dir),
     "peers-impala": lambda page_dir: peers_table(page_dir, "docs/results/peers/peers-impala.json"),
     "env-speed": env_speed,
     "ps-load": ps_load,
