@@ -260,13 +260,18 @@ def _parse_value(name, text, current):
         raise ConfigError(f"--set {name}={text}: expected a {kind.__name__}") from None
 
 
+def override_name(item):
+    """The hyper-parameter that a `--set name=value` item names."""
+    return item.partition("=")[0].strip()
+
+
 def apply_overrides(config, overrides):
     """Return `config` with `["name=value", ...]` applied and validated; unknown names raise ConfigError."""
     known = {f.name: f for f in fields(Config)}
     changes = {}
     for item in overrides or []:
-        name, sep, text = item.partition("=")
-        name = name.strip()
+        _, sep, text = item.partition("=")
+        name = override_name(item)
         if not sep or not name:
             raise ConfigError(f"--set expects name=value, got {item!r}")
         if name not in known:

@@ -411,8 +411,7 @@ def check_overrides(args, family):
     """ConfigError where a --set value is another algorithm's own hyper-parameter (it would be ignored), or the
     values fit none of the presets the run may get: `auto` picks one by the observations too, which only the
     environment tells (the worker checks again against the one picked)."""
-    for item in args.overrides or []:
-        name = item.partition("=")[0].strip()
+    for name in map(constants.override_name, args.overrides or []):
         if not algorithms.reads(args.algo, name):
             raise constants.ConfigError(f"--set {name}: {algorithms.owner(name)}'s own hyper-parameter, which --algo "
                                         f"{args.algo} does not read; leave it out")
@@ -473,7 +472,7 @@ def check_relaunch(log_dir, args):
         print(f"resuming with the saved hyper-parameters of {os.path.join(log_dir, logdir.CONFIG)}: "
               + ", ".join(f"{name} {before!r} (asked {after!r})" for name, (before, after) in kept.items())
               + "; add --allow-config-change to apply what was asked")
-        args.overrides = [item for item in args.overrides if item.partition("=")[0].strip() not in kept]
+        args.overrides = [item for item in args.overrides if constants.override_name(item) not in kept]
         args.preset = "auto"  # the saved run's own
     return config, applied
 

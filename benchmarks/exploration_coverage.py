@@ -18,6 +18,7 @@ each) and the others' per step, so the world model's coverage is counted from fe
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -136,7 +137,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3000, help="environment steps of every run")
     parser.add_argument("--out", default=os.path.join("tmp", "coverage"))
     args = parser.parse_args()
-    args.command = " ".join(["benchmarks/exploration_coverage.py"] + sys.argv[1:])
+    args.command = shlex.join(["benchmarks/exploration_coverage.py"] + sys.argv[1:])
     os.makedirs(args.out, exist_ok=True)
     logs = {(method, seed): train(args, method, seed) for seed in args.seeds for method in args.methods}
     result = summary(args, logs)

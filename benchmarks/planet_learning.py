@@ -85,6 +85,12 @@ def wall_minutes(run):
     return (end - start) / 60
 
 
+def run_result(run, seed):
+    """A run's evaluations [(step, mean return)], the flags it was started with and its wall minutes."""
+    return {"seed": seed, "evaluations": logdir.read_rewards(run), "argv": recorded_argv(run),
+            "wall_minutes": wall_minutes(run)}
+
+
 def parse_method_flags(items, choices):
     """{method: [train.py flags]} of --method-flags METHOD=FLAGS items; ValueError naming a bad one."""
     found = {}
@@ -104,11 +110,8 @@ def flags_of(args):
 def report(args):
     found = {method: [seed for seed in args.seeds if os.path.isdir(replay_learning.run_dir(args.out, method, seed))]
              for method in args.methods}
-    results = {method: [{"seed": seed, "evaluations": logdir.read_rewards(replay_learning.run_dir(args.out, method,
-                                                                                                   seed)),
-                         "argv": recorded_argv(replay_learning.run_dir(args.out, method, seed)),
-                         "wall_minutes": wall_minutes(replay_learning.run_dir(args.out, method, seed))}
-                        for seed in seeds] for method, seeds in found.items() if seeds}
+    results = {method: [run_result(replay_learning.run_dir(args.out, method, seed), seed) for seed in seeds]
+               for method, seeds in found.items() if seeds}
     steps = sorted({step for runs in results.values() for run in runs for step, _ in run["evaluations"]})
     print(f"\n{args.env_id}, one process per run, {args.steps:,} steps, flags {args.extra}; the mean return of "
           f"{args.eval_episodes} evaluation episodes: the seeds' mean (min to max)")
@@ -143,7 +146,8 @@ def report(args):
     with open(os.path.join(args.out, "planet_learning.json"), "w") as handle:
         json.dump({"command": args.command, "env_id": args.env_id, "steps": args.steps, "eval_every": args.eval_every,
                    "eval_episodes": args.eval_episodes, "solved_mean": args.solved_mean, "train_flags": args.extra,
-                   "methods": {method: flags_of(args)[method] for method in results}, "results": results,
+                   "methods": {method: flags for method, flags in flags_of(args).items() if method in results},
+                   "results": results,
                    "summary": {method: {**values, "at_steps": {str(step): cell for step, cell in
                                                                values["at_steps"].items()}}
                                for method, values in summary.items()},
