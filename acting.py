@@ -47,6 +47,7 @@ class PartialRollout:
         self.bonuses = []  # curiosity bonus per step; empty without curiosity
         self.bonus_data = []  # per step, what the bonus's scaler keeps for its statistics' update (RND's returns)
         self.behaviour_log_probs = []  # log pi(a_t|s_t) of the acting policy per step, where the runner records it
+        self.state_keys = []  # per step, the environment's key of s_t+1's whole state (info's state_key), or None
         self.last_observation = None  # s_T: the observation after the last step
         self.bootstrap_value = 0.0
         self.bootstrap_value_int = 0.0  # V_int(s_T)
@@ -74,6 +75,7 @@ class PartialRollout:
         self.values.extend(other.values)
         self.values_int.extend(other.values_int)
         self.behaviour_log_probs.extend(other.behaviour_log_probs)
+        self.state_keys.extend(other.state_keys)
         self.bonuses.extend(other.bonuses)
         self.bonus_data.extend(other.bonus_data)
         self.last_observation = other.last_observation
@@ -213,6 +215,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
                         float(values_int[index]) if two_streams else None)
             if behaviour:
                 rollout.behaviour_log_probs.append(float(log_probs[index, action]))
+            rollout.state_keys.append(info.get("state_key"))
             tally.reward += reward
             tally.env_reward += info.get("env_reward", reward)
             tally.length += 1

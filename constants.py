@@ -85,6 +85,11 @@ class SharedConfig:
     ride_forward_share: float = _param(10.0 / (10.0 + 0.1), """
     --unsup ride: the forward loss's share in what trains the embedding, as forward_loss_wt is the ICM's; RIDE's
     code weighs its forward loss 10 and its inverse loss 0.1""")
+    count_full_state: bool = _param(True, """
+    --unsup ride and counts: count a state under the environment's key of its whole state where it reports one
+    (MiniGrid's fully observed grid: the agent's cell and heading, the doors' and objects' codes), as RIDE's code
+    counts under minigrid's FullyObsWrapper; off: under the observation the agent sees. The key enters the count
+    only, never the policy's input""")
     two_streams: bool = _param(False, """
     the curiosity bonus is a stream of its own: a second value head learns its return, with gamma_int, and the
     policy follows ext_coef x the extrinsic advantage + int_coef x the bonus's (Burda et al. 2018); the

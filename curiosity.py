@@ -93,7 +93,9 @@ class Scaler:
     """The acting side of a bonus: turns raw bonuses into each step's reward, per environment, and is told where
     each environment's episodes begin and end, in the order of the steps it is given: `episode_begins(index)` before
     the first step of an episode of environment `index` reaches `assign` or `step`, `episode_ends(index)` after its
-    last. An episodic bonus (a count per episode, an episodic memory) keeps its state here; these keep none."""
+    last. An episodic bonus (a count per episode, an episodic memory) keeps its state here; these keep none. A
+    bonus that counts states may count them under the environment's key of each s_t+1's whole state
+    (`rollout.state_keys` to `assign`, `keys` to `step`: None where the environment reports none)."""
 
     fetches = ()  # tensors fetched with the raw bonus, handed to `assign` and `step` as `extra`
 
@@ -131,7 +133,7 @@ class BetaScaler(Scaler):
         for rollout, _ in finished:
             rollout.bonuses, bonuses = bonuses[:len(rollout)], bonuses[len(rollout):]
 
-    def step(self, raw, extra):
+    def step(self, raw, extra, keys=None):
         """One step of every environment (a value learner's acting): ([K] rewards, None: no statistics' data)."""
         return self.beta * np.asarray(raw, np.float64), None
 
@@ -487,7 +489,7 @@ class ReturnScaler(Scaler):
             rollout.bonus_data = returns
             rollout.bonuses = list(self.scale(steps, extra))
 
-    def step(self, raw, extra):
+    def step(self, raw, extra, keys=None):
         """One step of every environment (a value learner's acting): ([K] rewards, [K] bonus returns for the
         statistics' update)."""
         raw = np.asarray(raw, np.float64)
@@ -598,9 +600,10 @@ class SimHash:
 
 
 def observation_key(head, size):
-    """The key a state's observation (flattened, `size` values) is counted under: its exact values where the head
-    reads discrete codes (MiniGrid: RIDE's code counts the 7x7 view itself), else its SimHash code (Tang et al.'s
-    pixel variant: on pixels nearly every frame is new, and near ones should share a count)."""
+    """The key a state's observation (flattened, `size` values) is counted under where the environment's key of the
+    whole state is not used: its exact values where the head reads discrete codes (MiniGrid's view), else its
+    SimHash code (Tang et al.'s pixel variant: on pixels nearly every frame is new, and near ones should share a
+    count)."""
     return exact_key if head in CODE_HEADS else SimHash(size)
 
 
@@ -615,8 +618,10 @@ class CountMemory:
     def __init__(self, hasher):
         self.hasher, self.counts = hasher, {}
 
-    def visit(self, features):
-        code = self.hasher(features)
+    def visit(self, features, key=None):
+        """The bonus of a state, counted under `key` where given (the environment's key of its whole state), else
+        under its features' hash."""
+        code = self.hasher(features) if key is None else key
         self.counts[code] = self.counts.get(code, 0) + 1
         return 1.0 / np.sqrt(self.counts[code])
 
@@ -661,17 +666,17 @@ class ImpactMemory(CountMemory):
     """RIDE's episodic count: a step's row [impact, observation...] earns impact / sqrt(n), n the episode's visits
     of the observation's key so far, this one included."""
 
-    def visit(self, row):
-        return float(row[0]) * super().visit(row[1:])
+    def visit(self, row, key=None):
+        return float(row[0]) * super().visit(row[1:], key)
 
 class MemoryScaler(Scaler):
     """The acting side of a bonus whose reward needs a memory beyond the graph, made by `new_memory()`: one per
     environment, new at each of its episodes, when `episodic`; else one for all the environments, kept for the
     process's life. The memory turns what the graph gives of each step (`bonus_per_step`'s row) into its bonus,
-    times `beta`."""
+    times `beta`; with `keyed` a counting memory is also given the environment's key of s_t+1's whole state."""
 
-    def __init__(self, new_memory, beta, count, episodic):
-        self.new_memory, self.beta, self.episodic = new_memory, beta, episodic
+    def __init__(self, new_memory, beta, count, episodic, keyed=False):
+        self.new_memory, self.beta, self.episodic, self.keyed = new_memory, beta, episodic, keyed
         shared = None if episodic else new_memory()
         self.memories = [new_memory() if episodic else shared for _ in range(count)]
 
@@ -683,11 +688,17 @@ class MemoryScaler(Scaler):
         raw = np.asarray(raw)
         for rollout, index in finished:
             steps, raw = raw[:len(rollout)], raw[len(rollout):]
-            rollout.bonuses = [self.beta * self.memories[index].visit(row) for row in steps]
+            keys = rollout.state_keys or [None] * len(steps)
+            rollout.bonuses = [self.beta * self.visit(self.memories[index], row, key) for row, key in zip(steps, keys)]
 
-    def step(self, raw, extra):
+    def step(self, raw, extra, keys=None):
         """One step of every environment: ([K] rewards, None)."""
-        return self.beta * np.array([memory.visit(row) for memory, row in zip(self.memories, np.asarray(raw))]), None
+        keys = [None] * len(self.memories) if keys is None else keys
+        return self.beta * np.array([self.visit(memory, row, key)
+                                     for memory, row, key in zip(self.memories, np.asarray(raw), keys)]), None
+
+    def visit(self, memory, row, key):
+        return memory.visit(row, key) if self.keyed else memory.visit(row)
 
 
 class EmbeddingMemoryBonus(StateActionPredictor):
@@ -700,6 +711,7 @@ class EmbeddingMemoryBonus(StateActionPredictor):
     reads_memory = True
     forward = False  # whether the ICM's forward model trains phi too (RIDE), beside the inverse model
     memory_of_episode = True  # the memory is reset with each episode (not: lifelong in each process)
+    counts_states = False  # the memory counts states (under count_full_state, by the environment's key)
 
     def __init__(self, observation_shape, num_actions, design_head=None, unsup=None):
         variables_before = trainable_variables()
@@ -732,7 +744,8 @@ class EmbeddingMemoryBonus(StateActionPredictor):
                                                          if self.forward else {})}
 
     def scaler(self, config, count):
-        return MemoryScaler(self.memory, config.prediction_beta, count, self.memory_of_episode)
+        return MemoryScaler(self.memory, config.prediction_beta, count, self.memory_of_episode,
+                            keyed=self.counts_states and config.count_full_state)
 
     def playback_bonus(self, session, observation, next_observation, action, config):
         """Playback keeps no memory: the bonus of s_t+1 as the first state of an episode."""
@@ -751,9 +764,11 @@ class EllipticalBonus(EmbeddingMemoryBonus):
 class ImpactBonus(EmbeddingMemoryBonus):
     """RIDE (Raileanu and Rocktaschel 2020): the impact ||phi(s_t+1) - phi(s_t)||_2 of each step, phi trained by
     the ICM's inverse and forward losses in RIDE's proportion (ride_forward_share), divided by sqrt(N_episode(s_t+1)),
-    the count of s_t+1's observation in the episode so far (observation_key)."""
+    the count of s_t+1 in the episode so far: under the environment's key of its whole state with count_full_state
+    (MiniGrid's fully observed grid, as RIDE's code counts), else of its observation (observation_key)."""
 
     forward = True
+    counts_states = True
 
     def step_rows(self):
         impact = tf.norm(self.phi2 - self.phi1, axis=1, keepdims=True)  # [N, 1]
@@ -849,11 +864,13 @@ class ModulatedNearestNeighbourBonus(NearestNeighbourBonus):
 
 
 class CountBonus(EmbeddingMemoryBonus):
-    """Counts of the states' observations (Tang et al. 2017): 1 / sqrt(n(s_t+1)), counted over each process's life
-    under observation_key (exact on MiniGrid's codes, as RIDE's count baseline; SimHash codes of the pixels
-    elsewhere). The encoder and inverse model it inherits train but do not enter the bonus."""
+    """Counts of the states (Tang et al. 2017): 1 / sqrt(n(s_t+1)), counted over each process's life under the
+    environment's key of the whole state with count_full_state where it reports one (MiniGrid's fully observed
+    grid, as RIDE's count baseline), else under observation_key (exact on MiniGrid's codes; SimHash codes of the
+    pixels elsewhere). The encoder and inverse model it inherits train but do not enter the bonus."""
 
     memory_of_episode = False
+    counts_states = True
 
     def step_rows(self):
         return flatten(self.s2)  # [N, size of an observation]

@@ -122,28 +122,58 @@ def _register_minigrid():
                          kwargs={"minNumRooms": rooms, "maxNumRooms": rooms, "maxRoomSize": side})
 
 
+# Objects that no action changes: the rest (doors, keys, balls, boxes) change only by the agent's pickup, drop and
+# toggle, each acting on the cell in front of it
+MINIGRID_STATIC = frozenset({"wall", "floor", "goal", "lava"})
+MINIGRID_CHANGING_ACTIONS = frozenset({3, 4, 5})  # minigrid.core.actions.Actions: pickup, drop, toggle
+
+
 class MiniGridView(gym.Wrapper):
     """The agent's view (7x7 cells ahead of it) in MiniGrid's compact encoding: each cell's object, colour and state
     codes (minigrid.core.constants), as float32 [7, 7, 3]; the mission's text dropped (these tasks have one). `info`
-    holds the agent's cell (position_x / position_y, and `cell`, for coverage and visitation maps) and, at the end,
-    `success`: whether it ended at the goal (MiniGrid ends an episode early, with a reward, only there)."""
+    holds the agent's cell (position_x / position_y, and `cell`, for coverage and visitation maps), `state_key`: a
+    key of the whole state, equal for two states exactly when their fully observed grids (minigrid's
+    FullyObsWrapper: the grid's codes with the agent's) are, what RIDE's code counts its states under, and, at the
+    end, `success`: whether it ended at the goal (MiniGrid ends an episode early, with a reward, only there)."""
 
     def __init__(self, env):
         super().__init__(env)
         image = env.observation_space["image"]
         self.observation_space = spaces.Box(0.0, float(image.high.max()), image.shape, np.float32)
+        self.changing = {}  # {cell's index in the grid: its object's codes} for the objects an action can change
 
     def _view(self, observation, info):
         x, y = self.env.unwrapped.agent_pos
-        info.update(position_x=int(x), position_y=int(y), cell=(int(x), int(y)))
+        info.update(position_x=int(x), position_y=int(y), cell=(int(x), int(y)), state_key=self.state_key())
         return np.asarray(observation["image"], np.float32), info
+
+    def _note(self, index, cell):
+        if cell is None or cell.type in MINIGRID_STATIC:
+            self.changing.pop(index, None)
+        else:
+            self.changing[index] = tuple(int(code) for code in cell.encode())
+
+    def state_key(self):
+        """The agent's cell and heading and the codes of the grid's changeable objects, kept up to date cell by cell:
+        encoding the whole grid each step (minigrid's Grid.encode) costs about three of its steps."""
+        unwrapped = self.env.unwrapped
+        x, y = unwrapped.agent_pos
+        return (int(x), int(y), int(unwrapped.agent_dir), *sorted(self.changing.items()))
 
     def reset(self, **kwargs):
         observation, info = self.env.reset(**kwargs)
+        self.changing = {}
+        for index, cell in enumerate(self.env.unwrapped.grid.grid):
+            self._note(index, cell)
         return self._view(observation, info)
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(action)
+        if int(action) in MINIGRID_CHANGING_ACTIONS:
+            unwrapped = self.env.unwrapped
+            x, y = unwrapped.front_pos
+            if 0 <= x < unwrapped.grid.width and 0 <= y < unwrapped.grid.height:
+                self._note(int(y) * unwrapped.grid.width + int(x), unwrapped.grid.get(int(x), int(y)))
         if terminated or truncated:
             info["success"] = bool(terminated and reward > 0)
         observation, info = self._view(observation, info)

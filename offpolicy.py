@@ -116,7 +116,7 @@ class Acting:
         else:  # told where each environment's episodes begin and end, in step order
             for k in np.flatnonzero(self.beginning):
                 bonus.episode_begins(int(k))
-            bonuses = bonus(stored, following, stored_actions)
+            bonuses = bonus(stored, following, stored_actions, [result[4].get("state_key") for result in results])
             for k in np.flatnonzero(ended):
                 bonus.episode_ends(int(k))
             stored_bonuses = bonuses if bonus.stored else np.zeros(len(self.envs))
@@ -264,8 +264,9 @@ class Curious:
 
 
 class StepBonus:
-    """What Acting.step asks of a bonus: `bonus(observations, next_observations, actions)` -> [K] each step's
-    curiosity reward (stored observations in); `episode_begins(k)` before the first step of environment k's episode
+    """What Acting.step asks of a bonus: `bonus(observations, next_observations, actions, keys)` -> [K] each step's
+    curiosity reward (stored observations in; `keys`: the environments' keys of each s_t+1's whole state, info's
+    state_key, or None); `episode_begins(k)` before the first step of environment k's episode
     and `episode_ends(k)` after its last; `stored`: the reward goes into the stored transition (else the learner adds
     it to each replayed batch). This one wraps a function of a step, with no use for episodes."""
 
@@ -274,7 +275,7 @@ class StepBonus:
     def __init__(self, function=None):
         self.function = function
 
-    def __call__(self, observations, following, actions):
+    def __call__(self, observations, following, actions, keys=None):
         return self.function(observations, following, actions)
 
     def episode_begins(self, index):
@@ -297,12 +298,13 @@ class ActingBonus(StepBonus):
         self.merge = curious.merges.get(module)
         self.pending = []  # (stored s_t+1 [K, ...], bonus returns [K]) of steps not merged yet
 
-    def __call__(self, observations, following, actions):
+    def __call__(self, observations, following, actions, keys=None):
         """[K] the rewards of one step of the K environments, given as stored observations (with relabel_bonus,
-        counted in the episode log only, as the learner would replay them now)."""
+        counted in the episode log only, as the learner would replay them now); `keys`: the environments' keys of
+        each s_t+1's whole state (None where they report none)."""
         raw, *extra = self.session.run([self.module.bonus_per_step, *self.scaler.fetches],
                                        self.curious.feed(observations, following, actions, self.module))
-        rewards, data = self.scaler.step(raw, extra)
+        rewards, data = self.scaler.step(raw, extra, keys)
         if self.merge is not None:
             self.pending.append((following, data))
             if len(self.pending) >= self.STATISTICS_EVERY:

@@ -69,7 +69,7 @@ class EpisodeCount(curiosity.Scaler):
         for rollout, index in finished:
             rollout.bonuses = self.count(index, len(rollout))
 
-    def step(self, raw, extra):  # a replay learner's (DQN, SAC), one step of every environment
+    def step(self, raw, extra, keys=None):  # a replay learner's (DQN, SAC), one step of every environment
         return np.array([self.count(index, 1)[0] for index in range(len(raw))]), None
 
 

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import curiosity
+import envs
 
 tf1 = tf.compat.v1
 
@@ -138,8 +139,9 @@ def test_a_memory_bonus_gives_its_memory_what_it_reads_and_trains_phi_without_th
 
 
 def test_ride_counts_minigrids_views_exactly_and_shapes_phi_mostly_by_its_forward_model():
-    """RIDE's code counts the 7x7 view itself: a view seen again divides the impact by sqrt(2), whatever the
-    embedding; its embedding takes the forward loss 100 times the inverse loss (coefficients 10 and 0.1)."""
+    """Counted under the observation (count_full_state off, or an environment that reports no state key), a 7x7
+    view seen again divides the impact by sqrt(2), whatever the embedding; RIDE's embedding takes the forward loss
+    100 times the inverse loss (coefficients 10 and 0.1)."""
     from constants import Config
     with tf.Graph().as_default():
         module = curiosity.build("ride", (7, 7, 3), 7, "minigrid")
@@ -161,6 +163,63 @@ def test_ride_counts_minigrids_views_exactly_and_shapes_phi_mostly_by_its_forwar
     assert icm_weights == pytest.approx(0.8 * inverse + 0.2 * forward, rel=1e-5)  # ride_forward_share chooses
     # elsewhere (pixels) the key is the observation's SimHash code: near frames share a count
     assert isinstance(curiosity.observation_key("doom", 42 * 42), curiosity.SimHash)
+
+
+class KeyedCorridor(envs.Corridor):
+    """A corridor whose environment reports a key of the whole state: two neighbouring cells share one."""
+
+    def reset(self, **kwargs):
+        observation, info = super().reset(**kwargs)
+        return observation, {**info, "state_key": ("pair", self.position // 2)}
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = super().step(action)
+        return observation, reward, terminated, truncated, {**info, "state_key": ("pair", self.position // 2)}
+
+
+def one_code(features):
+    return b"one"  # without the environment's key every state is counted as one
+
+
+def test_counting_bonuses_count_under_the_environments_state_key_when_asked():
+    """RIDE's code counts a state under its fully observed grid (envs.MiniGridView's state_key): with
+    count_full_state the counting bonuses' scaler reads each step's key, both where a runner hands over rollouts
+    and where a replay learner's acting steps; off, the observation's own key counts."""
+    from acting import env_runner
+    from test_runner import CountingPolicy, StubPredictor
+
+    from constants import Config
+
+    for unsup, counts in (("ride", True), ("counts", True), ("e3b", False), ("ngu", False)):
+        with tf.Graph().as_default():
+            module = curiosity.build(unsup, (6,), 3, "mlp")
+            assert module.scaler(Config(), 1).keyed is counts  # count_full_state is on by default
+            assert module.scaler(Config(count_full_state=False), 1).keyed is False
+    # A3C's and IMPALA's runner: walking right, s_t+1 is cells 1..7, their keys 0 1 1 2 2 3 3
+    walked = {}
+    for keyed in (True, False):
+        scaler = curiosity.MemoryScaler(lambda: curiosity.CountMemory(one_code), 1.0, 1, episodic=True, keyed=keyed)
+        batches = env_runner([KeyedCorridor(8)], CountingPolicy(), None, 7, lambda stats: None, bonus=StubPredictor(),
+                             scaler=scaler)
+        [rollout] = next(batches)
+        assert rollout.state_keys == [("pair", cell // 2) for cell in range(1, 8)]
+        walked[keyed] = rollout.bonuses
+    assert walked[True] == pytest.approx([1, 1, 2 ** -0.5, 1, 2 ** -0.5, 1, 2 ** -0.5])
+    assert walked[False] == pytest.approx([n ** -0.5 for n in range(1, 8)])
+    # a replay learner's acting: each step's keys reach the bonus with its observations
+    import offpolicy
+
+    seen = []
+
+    class Recording(offpolicy.StepBonus):
+        def __call__(self, observations, following, actions, keys=None):
+            seen.append(keys)
+            return np.zeros(len(observations))
+
+    acting = offpolicy.Acting([KeyedCorridor(8), KeyedCorridor(8)], Config(), np.float32, seed=0)
+    for _ in range(3):
+        acting.step([1, 1], Recording())
+    assert seen == [[("pair", 0), ("pair", 0)], [("pair", 1), ("pair", 1)], [("pair", 1), ("pair", 1)]]
 
 
 MEMORY_BONUSES = ("e3b", "ride", "ngu", "ngu_rnd", "counts")

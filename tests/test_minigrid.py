@@ -56,6 +56,37 @@ def test_the_view_is_the_packages_codes_and_the_episode_reports_success_and_the_
     assert envs.evaluation_random_start("MiniGrid-Empty-5x5-v0", env.observation_space) == 0  # layouts are drawn
 
 
+def fully_observed(env):
+    """minigrid's FullyObsWrapper's observation of the state: the whole grid's codes with the agent's."""
+    from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
+
+    unwrapped = env.unwrapped
+    grid = unwrapped.grid.encode()
+    grid[tuple(unwrapped.agent_pos)] = [OBJECT_TO_IDX["agent"], COLOR_TO_IDX["red"], unwrapped.agent_dir]
+    return grid.tobytes()
+
+
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0"])
+def test_the_state_key_tells_states_apart_exactly_as_the_fully_observed_grid_does(env_id):
+    """RIDE's code counts a state under its fully observed grid: the key kept cell by cell names the same states,
+    through random play that picks up, drops and toggles (doors opened, boxes broken)."""
+    env = envs.create_env(env_id, seed=0)
+    rng = np.random.default_rng(0)
+    changed = 0
+    for episode in range(2):
+        _, info = env.reset(seed=episode)
+        keys, grids = {info["state_key"]: fully_observed(env)}, {fully_observed(env): info["state_key"]}
+        terminated = truncated = False
+        while not (terminated or truncated):
+            before = env.unwrapped.grid.encode()
+            action = int(rng.integers(7))
+            _, _, terminated, truncated, info = env.step(action)
+            changed += not np.array_equal(before, env.unwrapped.grid.encode())
+            key, grid = info["state_key"], fully_observed(env)
+            assert keys.setdefault(key, grid) == grid and grids.setdefault(grid, key) == key
+    assert changed >= 3  # the play did change the grid's objects
+
+
 def test_the_minigrid_head_takes_each_code_one_hot_frame_by_frame():
     from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX, STATE_TO_IDX
 
