@@ -243,11 +243,17 @@ def last_evaluations(path):
                      if last in values["at_steps"])
 
 
+def p_text(p):
+    """A test's p as the tables print it: three decimals, or below the smallest they show."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def coverage_line(path):
-    """Each explorer's mean share of the grid visited, with Welch's p against Plan2Explore's."""
+    """Each explorer's mean share of the grid visited, with Welch's p against Plan2Explore's, and the seeds."""
     data = load(path)
-    return "; ".join(f"{method} {values['mean']:.1%}" + (
-        f" (p {values['welch_p_against_plan2explore']:.3f})" if "welch_p_against_plan2explore" in values else "")
+    seeds = sorted({values["runs"] for values in data["methods"].values()})
+    return f"{'/'.join(map(str, seeds))} seeds each: " + "; ".join(f"{method} {values['mean']:.1%}" + (
+        f" (p {p_text(values['welch_p_against_plan2explore'])})" if "welch_p_against_plan2explore" in values else "")
         for method, values in data["methods"].items())
 
 
@@ -278,7 +284,7 @@ OTHER_RESULTS = (
     ("planet", "`Pendulum-v1`", "PlaNet's planner, one process, 3 seeds", "`planet_cpu`, action_repeat 2, 3,000 steps",
      "mean of -200 over 10 episodes", lambda: planet_solved(PLANET_PENDULUM), PLANET_PENDULUM),
     ("planet", "`Pendulum-v1`", "Plan2Explore against a random policy and SAC + ICM / + disagreement without "
-     "reward, 3 seeds each", "`planet_cpu`, 3,000 steps", "share of a 24 x 24 grid of (angle, velocity) visited",
+     "reward", "`planet_cpu`, 3,000 steps", "share of a 24 x 24 grid of (angle, velocity) visited",
      lambda: coverage_line(PLANET_COVERAGE), PLANET_COVERAGE),
     ("planet", "`Pendulum-v1-pixels`", "PlaNet's planner, SAC on its latent state and SAC on the frames, 3 seeds "
      "each", "`planet_cpu_pixels`, 5,000 steps", "mean return of 5 evaluation episodes at 5,000 steps",
@@ -529,7 +535,7 @@ def planet_coverage(page_dir):
         cells = [run["coverage"] for run in runs]
         p = values.get("welch_p_against_plan2explore")
         rows.append([f"`{method}`", f"{values['mean']:.1%} +- {values['std']:.1%} ({min(cells):.1%} to "
-                     f"{max(cells):.1%})", "" if p is None else f"{p:.3f}", str(values["runs"])])
+                     f"{max(cells):.1%})", "" if p is None else p_text(p), str(values["runs"])])
     zero_shot = [run["evaluation"] for run in data["runs"] if run["method"] == "plan2explore"
                  and run["evaluation"] is not None]
     return (table(["explorer", "cells visited: mean +- sd (min to max)", "Welch's p against `plan2explore`",
