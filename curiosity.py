@@ -664,7 +664,7 @@ class NearestNeighbourMemory:
 
 class ImpactMemory(CountMemory):
     """RIDE's episodic count: a step's row [impact, observation...] earns impact / sqrt(n), n the episode's visits
-    of the observation's key so far, this one included."""
+    so far of the state's key (the environment's, where given) or else of the observation's, this one included."""
 
     def visit(self, row, key=None):
         return float(row[0]) * super().visit(row[1:], key)
