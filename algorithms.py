@@ -306,11 +306,12 @@ IMPALA_PRESETS = {
     # Measured on CartPole-v1 (tests/test_impala.py's run)
     "impala_classic": {**_IMPALA, "learning_rate": "1e-3", "entropy_beta": "1e-3", "reward_scale": "0.1"},
     # RIDE's MiniGrid settings (Raileanu and Rocktaschel 2020, its code's arguments and README): lr 1e-4 falling
-    # linearly to 0, RMSProp epsilon 1e-5, entropy 0.0005, intrinsic coefficient 0.1, batches of 32 unrolls of 100, an
+    # linearly to 0, PyTorch's RMSProp with epsilon 1e-5, entropy 0.0005, intrinsic coefficient 0.1, batches of 32 unrolls of 100, an
     # RMSProp for each of the bonus's models
     "impala_minigrid": {**_IMPALA, "learning_rate": "1e-4", "rmsprop_epsilon": "1e-5", "entropy_beta": "0.0005",
                         "prediction_beta": "0.1", "batch_size": "32", "rollout_maxlen": "100", "anneal_lr": "true",
-                        "envs_per_worker": "16", "predictor_optimizer": "rmsprop"},
+                        "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
+                        "rmsprop_form": "pytorch"},
 }
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
@@ -328,6 +329,10 @@ IMPALA = Algorithm(
                        "step", low=0.0, high=1.0),
         Hyperparameter("rmsprop_epsilon", 0.01, "RMSProp's epsilon (IMPALA's 0.01; RIDE's 1e-5)", low=0.0,
                        above=True),
+        Hyperparameter("rmsprop_form", "tensorflow", "whose RMSProp: tensorflow (IMPALA's code, scalable_agent: the "
+                       "mean square starts at 1, epsilon under its root) or pytorch (torchbeast's and RIDE's code: "
+                       "it starts at 0, epsilon added to its root; with gradients well below 1 its first few hundred "
+                       "steps are many times TensorFlow's)", choices=("tensorflow", "pytorch")),
         Hyperparameter("predictor_optimizer", "adam", "how the bonus's models train: adam (A3C's: one Adam for "
                        "them all, their gradient clipped as one) or rmsprop (RIDE's code: an RMSProp with the "
                        "policy's settings for each model, the embedding, the forward and the inverse model, each "

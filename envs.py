@@ -889,6 +889,8 @@ def startup_delay(env_id, task):
 def _make_game(env_id, family, env_wrap, render_mode):
     """The raw environment and the action repeat its wrapper adds: (env, repeat)."""
     render = {"render_mode": render_mode} if render_mode else {}
+    if render_mode:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control's renderer) draws off screen
     if family == "doom":
         env = gym.make(env_id, **render)
         if env_id.startswith("Vizdoom"):  # ViZDoom's own environments step one tic: the wrapper repeats

@@ -225,10 +225,47 @@ class ImpalaGraph:
         self.make_policy = lambda: build_policy(env, config, head, unsup)
 
 
+class TorchRMSProp(tf1.train.Optimizer):
+    """PyTorch's RMSProp (torch.optim.RMSprop without momentum, as torchbeast's and RIDE's code use it):
+    v = decay v + (1 - decay) g^2 from v = 0, and w -= rate g / (sqrt(v) + epsilon). Written here because
+    TensorFlow's graph-mode RMSProp starts v at 1 and puts epsilon under the root: with gradients well below 1 its
+    steps are many times smaller for the first few hundred updates, so it cannot stand in for PyTorch's."""
+
+    def __init__(self, learning_rate, decay, epsilon, name="TorchRMSProp"):
+        super().__init__(use_locking=False, name=name)
+        self._rate, self._decay, self._epsilon = learning_rate, decay, epsilon
+
+    def _create_slots(self, var_list):
+        for variable in var_list:
+            self._zeros_slot(variable, "rms", self._name)
+
+    def _step(self, gradient, variable):
+        mean_square = self.get_slot(variable, "rms")
+        mean_square = mean_square.assign(self._decay * mean_square + (1.0 - self._decay) * tf.square(gradient))
+        rate = tf.cast(self._rate, variable.dtype.base_dtype)  # a tensor where annealed
+        return tf.group(variable.assign_sub(rate * gradient / (tf.sqrt(mean_square) + self._epsilon)))
+
+    _apply_dense = _resource_apply_dense = _step
+
+    def _apply_sparse(self, gradient, variable):
+        return self._step(tf.convert_to_tensor(gradient), variable)
+
+    def _resource_apply_sparse(self, gradient, variable, indices):
+        return self._step(tf.math.unsorted_segment_sum(gradient, indices, tf.shape(variable)[0]), variable)
+
+
+def rmsprop(config, rate, name):
+    """The RMSProp of config.rmsprop_form at `rate`, without momentum (IMPALA's and torchbeast's)."""
+    if config.rmsprop_form == "pytorch":
+        return TorchRMSProp(rate, config.rmsprop_decay, config.rmsprop_epsilon, name=name)
+    return tf1.train.RMSPropOptimizer(rate, decay=config.rmsprop_decay, momentum=0.0, epsilon=config.rmsprop_epsilon,
+                                      name=name)
+
+
 def bonus_updates(predictor, loss, config):
     """The bonus's updates [(optimizer, gradients, variables)] and their gradient norms, by predictor_optimizer:
     adam, A3C's (one Adam over all its variables at learning_rate, the gradient clipped at grad_norm_clip as one);
-    or rmsprop, RIDE's code's (an RMSProp with the policy's decay and epsilon for each of its models, the embedding,
+    or rmsprop, RIDE's code's (an RMSProp with the policy's form, decay and epsilon for each of its models, the embedding,
     the forward and the inverse model, each model's gradient clipped at grad_norm_clip on its own; the rate not
     annealed, as RIDE anneals the policy's only)."""
     if config.predictor_optimizer == "adam":
@@ -244,8 +281,7 @@ def bonus_updates(predictor, loss, config):
             optimizer = tf1.train.AdamOptimizer(config.learning_rate, epsilon=config.predictor_adam_epsilon,
                                                 name="PredictorAdam")
         else:
-            optimizer = tf1.train.RMSPropOptimizer(config.learning_rate, decay=config.rmsprop_decay, momentum=0.0,
-                                                   epsilon=config.rmsprop_epsilon, name=f"PredictorRMSProp_{part}")
+            optimizer = rmsprop(config, config.learning_rate, f"PredictorRMSProp_{part}")
         updates.append((optimizer, gradients, variables))
         norms.append(norm)
     return updates, norms
@@ -300,8 +336,7 @@ class VTraceLearning:
         if config.anneal_lr:
             done = tf.minimum(tf.cast(global_step, tf.float32) / float(config.max_global_steps), 1.0)
             rate = config.learning_rate * (1.0 - done)
-        optimizer = tf1.train.RMSPropOptimizer(rate, decay=config.rmsprop_decay, momentum=0.0,
-                                               epsilon=config.rmsprop_epsilon)
+        optimizer = rmsprop(config, rate, "RMSProp")
         updates, norms = [(optimizer, gradients, network.var_list)], [gradient_norm]
         summaries += [tf1.summary.scalar("model/policy_loss", policy_loss / count),
                       tf1.summary.scalar("model/value_loss", value_loss / count),

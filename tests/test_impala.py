@@ -169,8 +169,8 @@ def test_a_two_stream_bonus_and_an_episodic_memory_compose_with_impala(tmp_path,
 
 def test_rides_models_each_train_by_an_rmsprop_of_their_own_with_their_own_clip(graph):
     """predictor_optimizer rmsprop (RIDE's code): the embedding, the forward and the inverse model each have an
-    RMSProp, each model's gradient clipped on its own; one step of each is TensorFlow's RMSProp by hand (its mean
-    square starts at 1). With adam, one Adam and one clip for all of them."""
+    RMSProp, each model's gradient clipped on its own; one step of each is PyTorch's RMSProp by hand (RIDE's; its mean
+    square starts at 0). With adam, one Adam and one clip for all of them."""
     import tensorflow as tf
 
     import constants
@@ -189,7 +189,7 @@ def test_rides_models_each_train_by_an_rmsprop_of_their_own_with_their_own_clip(
                                               "learning_rate=1"], "impala_minigrid")  # steps float32 can tell
     loss = bonus.training_loss(config)
     updates, norms = impala.bonus_updates(bonus, loss, config)
-    assert [type(optimizer).__name__ for optimizer, _, _ in updates] == ["RMSPropOptimizer"] * 3
+    assert [type(optimizer).__name__ for optimizer, _, _ in updates] == ["TorchRMSProp"] * 3
     adam, _ = impala.bonus_updates(bonus, loss, constants.config_from_overrides([], "impala_classic"))
     assert [(type(optimizer).__name__, len(variables)) for optimizer, _, variables in adam] == [
         ("AdamOptimizer", len(bonus.var_list))]
@@ -209,6 +209,41 @@ def test_rides_models_each_train_by_an_rmsprop_of_their_own_with_their_own_clip(
         for variable in variables:
             i = index[variable.name]
             gradient = raw[i] * clip / norm  # clipped by its own model's norm alone
-            step = config.learning_rate * gradient / np.sqrt(
-                config.rmsprop_decay + (1 - config.rmsprop_decay) * gradient ** 2 + config.rmsprop_epsilon)
-            np.testing.assert_allclose(before[i] - after[i], step, rtol=1e-2, atol=1e-7)
+            step = config.learning_rate * gradient / (
+                np.sqrt((1 - config.rmsprop_decay) * gradient ** 2) + config.rmsprop_epsilon)
+            np.testing.assert_allclose(before[i] - after[i], step, rtol=1e-2, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["tensorflow", "pytorch"])
+def test_rmsprop_of_each_form_steps_as_its_library_by_hand(graph, form):
+    """rmsprop_form: TensorFlow's RMSProp (v from 1, epsilon under the root) and PyTorch's (v from 0, epsilon added
+    to the root, RIDE's), three annealed steps of each against the formulas written out; PyTorch's first step is
+    about 10 times the rate where TensorFlow's is about the rate times the gradient."""
+    import tensorflow as tf
+
+    import constants
+
+    tf1 = tf.compat.v1
+    config = constants.config_from_overrides([f"rmsprop_form={form}", "rmsprop_epsilon=1e-5"], "impala_classic")
+    weights = tf1.get_variable("w", initializer=np.array([0.5, -0.3, 0.0], np.float32))
+    gradient = tf1.placeholder(tf.float32, [3])
+    rate = tf1.placeholder(tf.float32, [])
+    step = impala.rmsprop(config, rate, "RMSProp").apply_gradients([(gradient, weights)])
+    gradients = np.array([[0.02, -0.001, 0.3], [0.01, 0.002, -0.2], [-0.03, 0.0, 0.1]], np.float32)
+    rates = [1e-3, 5e-4, 2e-4]
+    expected, mean_square = np.array([0.5, -0.3, 0.0]), np.full(3, 1.0 if form == "tensorflow" else 0.0)
+    moves = []
+    for g, r in zip(gradients, rates):
+        mean_square = config.rmsprop_decay * mean_square + (1 - config.rmsprop_decay) * g ** 2
+        if form == "tensorflow":
+            move = r * g / np.sqrt(mean_square + config.rmsprop_epsilon)
+        else:
+            move = r * g / (np.sqrt(mean_square) + config.rmsprop_epsilon)
+        expected, moves = expected - move, moves + [move]
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        for g, r in zip(gradients, rates):
+            session.run(step, {gradient: g, rate: r})
+        np.testing.assert_allclose(session.run(weights), expected, rtol=1e-5, atol=1e-8)
+    first = np.abs(moves[0][0]) / rates[0]
+    assert first > 9 if form == "pytorch" else first < 0.03
