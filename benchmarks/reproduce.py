@@ -6,7 +6,7 @@ on Super Mario Bros without any reward (Table 1); and compare any bonuses on any
         --steps 5M --out tmp/repro
     python benchmarks/reproduce.py --out tmp/repro --report-only --report-dir docs/results/doom
     python benchmarks/reproduce.py --task mario --method icm a3c --seeds 0 1 2 --steps 1.5M --out tmp/mario
-    python benchmarks/reproduce.py --task MiniGrid-MultiRoom-N7-S4-v0 MiniGrid-KeyCorridorS3R3-v0 \
+    python benchmarks/reproduce.py --task MiniGrid-MultiRoom-N7-S4-v0 MiniGrid-KeyCorridorS3R3-v0 \\
         --method a3c icm rnd ride e3b ngu counts --seeds 0 1 2 --steps 10M --out tmp/bonuses
 
 Each (task, method, seed) is an ordinary run of `train.py --mode child` in <out>/runs/<task>-<method>-s<seed>,
