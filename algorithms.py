@@ -306,11 +306,12 @@ IMPALA_PRESETS = {
     # Measured on CartPole-v1 (tests/test_impala.py's run)
     "impala_classic": {**_IMPALA, "learning_rate": "1e-3", "entropy_beta": "1e-3", "reward_scale": "0.1"},
     # RIDE's MiniGrid settings (Raileanu and Rocktaschel 2020, its code's arguments and README): lr 1e-4 falling
-    # linearly to 0, PyTorch's RMSProp with epsilon 1e-5, entropy 0.0005, intrinsic coefficient 0.1, batches of 32 unrolls of 100, an
-    # RMSProp for each of the bonus's models
+    # linearly to 0 at 30M steps (its total_frames on MultiRoom-N7-S4 and KeyCorridorS3R3), PyTorch's RMSProp with
+    # epsilon 1e-5, entropy 0.0005, intrinsic coefficient 0.1, batches of 32 unrolls of 100, an RMSProp for each of
+    # the bonus's models
     "impala_minigrid": {**_IMPALA, "learning_rate": "1e-4", "rmsprop_epsilon": "1e-5", "entropy_beta": "0.0005",
                         "prediction_beta": "0.1", "batch_size": "32", "rollout_maxlen": "100", "anneal_lr": "true",
-                        "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
+                        "anneal_steps": "30000000", "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
                         "rmsprop_form": "pytorch"},
 }
 IMPALA = Algorithm(

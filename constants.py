@@ -159,8 +159,11 @@ class SharedConfig:
     dueling: bool = _param(False, """
     the Q head as a state value plus advantages less their mean (Wang et al. 2016)""")
     anneal_lr: bool = _param(False, """
-    the DQN's and IMPALA's learning rate falls linearly from learning_rate at step 0 to 0 at max_global_steps
+    the DQN's and IMPALA's learning rate falls linearly from learning_rate at step 0 to 0 at anneal_steps
     (cleanrl's anneal_lr, torchbeast's schedule), so that the late steps cannot undo a policy already found""")
+    anneal_steps: int = _param(0, """
+    with anneal_lr, the step at which the rate reaches 0 (0: max_global_steps). torchbeast's schedule runs over its
+    total_frames whatever a run's length (RIDE's MiniGrid runs: 30M), so a shorter run ends at a higher rate""")
     q_grad_clip: float = _param(1.0, """
     every element of the DQN's gradient is clamped to [-x, x] (on top of the Huber loss)""")
     epsilon_start: float = _param(1.0, """
@@ -202,6 +205,7 @@ class SharedConfig:
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),
             ("mlp_units", self.mlp_units >= 1, "must be >= 1"),
             ("max_global_steps", self.max_global_steps >= 1, "must be >= 1"),
+            ("anneal_steps", self.anneal_steps >= 0, "must be >= 0"),
             ("checkpoint_secs", self.checkpoint_secs > 0.0, "must be > 0"),
             ("summary_every_updates", self.summary_every_updates >= 1, "must be >= 1"),
             ("envs_per_worker", self.envs_per_worker >= 1, "must be >= 1"),

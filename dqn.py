@@ -14,7 +14,7 @@ import logdir
 import model
 from model import observation_placeholder
 from replay import stored_dtype, to_stored
-from sessions import global_step_variable, restored_session
+from sessions import annealed_rate, global_step_variable, restored_session
 
 tf1 = tf.compat.v1
 
@@ -151,12 +151,6 @@ class DQN:
     def actor_status(self, step, epsilons):
         """An actor's exploration in the status view: its environments' epsilons."""
         return {"epsilons": [round(float(epsilon), 6) for epsilon in epsilons]}
-
-
-def annealed_rate(config, step):
-    """learning_rate x (1 - step / max_global_steps), not below 0: a tensor of the global step."""
-    remaining = 1.0 - tf.cast(step, tf.float32) / float(config.max_global_steps)
-    return config.learning_rate * tf.maximum(remaining, 0.0)
 
 
 def epsilon_at(step, config):

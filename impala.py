@@ -39,7 +39,8 @@ from a3c import IntrinsicStream, build_networks, build_policy
 from acting import ActingCopy, EpisodeLogger, env_runner, env_stepper
 from constants import UsageError
 from curiosity import two_streams
-from sessions import AbortRetrySession, NonFiniteGuard, Timings, global_step_variable, guarded_apply, retried_runs
+from sessions import (AbortRetrySession, NonFiniteGuard, Timings, annealed_rate, global_step_variable, guarded_apply,
+                      retried_runs)
 
 tf1 = tf.compat.v1
 logger = logging.getLogger("impala")
@@ -290,7 +291,7 @@ def bonus_updates(predictor, loss, config):
 class VTraceLearning:
     """The learner's update: the policy run over a batch of trajectories, V-trace's targets and advantages (for each
     stream on the two-stream path, their advantages weighed by ext_coef and int_coef as A3C's), IMPALA's loss summed
-    over the batch's steps, RMSProp (its learning rate falling linearly to 0 at max_global_steps with anneal_lr); the
+    over the batch's steps, RMSProp (its learning rate falling linearly to 0 at anneal_steps with anneal_lr); the
     bonus's predictor on the same transitions by optimisers of its own (bonus_updates)."""
 
     def __init__(self, network, predictor, config, global_step, unsup):
@@ -332,10 +333,7 @@ class VTraceLearning:
         gradients = tf.gradients(self.loss, network.var_list)
         gradient_norm = tf.linalg.global_norm(gradients)
         gradients, _ = tf.clip_by_global_norm(gradients, config.grad_norm_clip, use_norm=gradient_norm)
-        rate = config.learning_rate
-        if config.anneal_lr:
-            done = tf.minimum(tf.cast(global_step, tf.float32) / float(config.max_global_steps), 1.0)
-            rate = config.learning_rate * (1.0 - done)
+        rate = annealed_rate(config, global_step) if config.anneal_lr else config.learning_rate
         optimizer = rmsprop(config, rate, "RMSProp")
         updates, norms = [(optimizer, gradients, network.var_list)], [gradient_norm]
         summaries += [tf1.summary.scalar("model/policy_loss", policy_loss / count),

@@ -207,6 +207,13 @@ def global_step_variable():
     return tf1.get_variable("global_step", [], tf.int64, tf1.zeros_initializer(), trainable=False)
 
 
+def annealed_rate(config, step):
+    """learning_rate x (1 - step / anneal_steps, or max_global_steps where it is 0), not below 0: a tensor of the
+    global step."""
+    steps = config.anneal_steps or config.max_global_steps
+    return config.learning_rate * tf.maximum(1.0 - tf.cast(step, tf.float32) / float(steps), 0.0)
+
+
 def guarded_apply(updates, gradient_norms, extra=()):
     """The op that applies `updates` [(optimizer, gradients, variables)] and runs `extra` ops, all or nothing:
     skipped whole (weights and optimizer moments untouched) when a gradient norm of `gradient_norms` is NaN or

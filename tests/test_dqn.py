@@ -165,19 +165,23 @@ def test_ape_x_actors_initial_priorities_are_their_td_errors_by_hand():
     assert priorities == pytest.approx([2.6, 0.25])
 
 
-def test_an_annealed_learning_rate_falls_linearly_to_zero_at_the_last_step(graph):
+def test_an_annealed_learning_rate_falls_linearly_to_zero_at_the_last_step_or_at_anneal_steps(graph):
     import tensorflow as tf
 
     import dqn
+    import sessions
 
     network = dqn.DQN((4,), 2, small_config(anneal_lr="true", learning_rate=0.1, max_global_steps=1000), "mlp")
     batch = random_batch()
     with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
-        rate = dqn.annealed_rate(network.config, network.global_step)
-        for step, expected in [(0, 0.1), (250, 0.075), (900, 0.01), (1000, 0.0), (5000, 0.0)]:
+        rate = sessions.annealed_rate(network.config, network.global_step)
+        longer = sessions.annealed_rate(small_config(anneal_lr="true", learning_rate=0.1, max_global_steps=1000,
+                                                     anneal_steps=4000), network.global_step)
+        for step, expected, expected_longer in [(0, 0.1, 0.1), (250, 0.075, 0.09375), (900, 0.01, 0.0775),
+                                                (1000, 0.0, 0.075), (5000, 0.0, 0.0)]:
             network.global_step.load(step, session)
-            assert session.run(rate) == pytest.approx(expected, abs=1e-7)
+            assert session.run([rate, longer]) == pytest.approx([expected, expected_longer], abs=1e-7)
         before = session.run(network.online_variables)
         network.train(session, batch, np.ones(8, np.float32))  # at step 5,000: a step of size 0
         assert all(np.array_equal(a, b) for a, b in zip(before, session.run(network.online_variables)))
