@@ -248,10 +248,7 @@ class TorchRMSProp(tf1.train.Optimizer):
 
     _apply_dense = _resource_apply_dense = _step
 
-    def _apply_sparse(self, gradient, variable):
-        return self._step(tf.convert_to_tensor(gradient), variable)
-
-    def _resource_apply_sparse(self, gradient, variable, indices):
+    def _resource_apply_sparse(self, gradient, variable, indices):  # indices unique: the base class summed repeats
         return self._step(tf.math.unsorted_segment_sum(gradient, indices, tf.shape(variable)[0]), variable)
 
 

@@ -247,3 +247,30 @@ def test_rmsprop_of_each_form_steps_as_its_library_by_hand(graph, form):
         np.testing.assert_allclose(session.run(weights), expected, rtol=1e-5, atol=1e-8)
     first = np.abs(moves[0][0]) / rates[0]
     assert first > 9 if form == "pytorch" else first < 0.03
+
+
+def test_pytorchs_rmsprop_steps_a_gathered_variable_as_a_dense_one(graph):
+    """A gradient through tf.gather comes as IndexedSlices (a repeated index summed by TensorFlow's optimiser):
+    TorchRMSProp's sparse path scatters it into the dense gradient and steps as the dense path does."""
+    import tensorflow as tf
+
+    import constants
+
+    tf1 = tf.compat.v1
+    config = constants.config_from_overrides(["rmsprop_form=pytorch"], "impala_classic")
+    initial = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    sparse, dense = (tf1.get_variable(name, initializer=initial) for name in ("sparse", "dense"))
+    weights = tf.constant([[0.5, -1.0], [2.0, 0.25], [0.1, 0.3]])
+    sparse_loss = tf.reduce_sum(tf.gather(sparse, [0, 2, 0]) * weights)
+    dense_loss = tf.reduce_sum(tf.stack([dense[0], dense[2], dense[0]]) * weights)
+    optimizer = impala.rmsprop(config, 0.01, "RMSProp")
+    gradients = optimizer.compute_gradients(sparse_loss + dense_loss, [sparse, dense])
+    assert isinstance(gradients[0][0], tf.IndexedSlices) and not isinstance(gradients[1][0], tf.IndexedSlices)
+    step = optimizer.apply_gradients(gradients)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        for _ in range(3):
+            session.run(step)
+        after_sparse, after_dense = session.run([sparse, dense])
+    np.testing.assert_allclose(after_sparse, after_dense, rtol=1e-6)
+    assert after_sparse[1].tolist() == initial[1].tolist() and not np.allclose(after_sparse[0], initial[0])
