@@ -715,9 +715,15 @@ def _make_pixels(base, size=PIXELS_SIZE):
     return _rendering(base, size)
 
 
+def _draw_off_screen():
+    """pygame (classic control's renderer) draws off screen, without looking for a display (and printing an SDL
+    error where there is none); a driver the user set stays."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
 def _rendering(base, size):
     kwargs = {"render_mode": "rgb_array"}
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control's renderer) draws off screen
+    _draw_off_screen()
     if str(gym.spec(base).entry_point).startswith(MUJOCO_ENTRY):
         os.environ.setdefault("MUJOCO_GL", "egl")
         kwargs.update(width=size, height=size)
@@ -889,8 +895,8 @@ def startup_delay(env_id, task):
 def _make_game(env_id, family, env_wrap, render_mode):
     """The raw environment and the action repeat its wrapper adds: (env, repeat)."""
     render = {"render_mode": render_mode} if render_mode else {}
-    if render_mode:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control's renderer) draws off screen
+    if render_mode == "rgb_array":  # 'human' (--visualise) opens a window: its display stays pygame's to find
+        _draw_off_screen()
     if family == "doom":
         env = gym.make(env_id, **render)
         if env_id.startswith("Vizdoom"):  # ViZDoom's own environments step one tic: the wrapper repeats

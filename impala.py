@@ -263,9 +263,9 @@ def rmsprop(config, rate, name):
 def bonus_updates(predictor, loss, config):
     """The bonus's updates [(optimizer, gradients, variables)] and their gradient norms, by predictor_optimizer:
     adam, A3C's (one Adam over all its variables at learning_rate, the gradient clipped at grad_norm_clip as one);
-    or rmsprop, RIDE's code's (an RMSProp with the policy's form, decay and epsilon for each of its models, the embedding,
-    the forward and the inverse model, each model's gradient clipped at grad_norm_clip on its own; the rate not
-    annealed, as RIDE anneals the policy's only)."""
+    or rmsprop, RIDE's code's (an RMSProp with the policy's form, decay and epsilon for each of its models, the
+    embedding, the forward and the inverse model, each model's gradient clipped at grad_norm_clip on its own; the
+    rate not annealed, as RIDE anneals the policy's only)."""
     if config.predictor_optimizer == "adam":
         parts = {"bonus": predictor.var_list}
     else:
