@@ -303,7 +303,7 @@ class A3C:
         self._fps_start = time.time()
         self.runner = RunnerThread(self.envs, self.acting_copy or self.local_network, self.config.rollout_maxlen,
                                    self.config.queue_size, on_episode_end, self.local_predictor, scaler,
-                                   self.timings, self.env_threads)
+                                   self.timings, self.env_threads, self.config.bootstrap_time_limit)
         self.runner.start_runner(self.session)
 
     def sync_local(self):

@@ -34,8 +34,9 @@ QUEUE_POLL_SECS = 1.0  # how often blocked queue operations look for a stop requ
 class PartialRollout:
     """Consecutive steps of one episode, with the LSTM state at their start (`features`).
 
-    `terminal`: the episode ended by termination (no bootstrap). `episode_end`: the episode ended in any way,
-    termination or time-limit truncation; rollouts are never joined across it.
+    `terminal`: the return ends here (no bootstrap): the episode terminated, or was truncated where truncations
+    are not bootstrapped. `truncated`: its time limit cut it. `episode_end`: the episode ended in any way;
+    rollouts are never joined across it.
     """
 
     def __init__(self, features):
@@ -53,6 +54,7 @@ class PartialRollout:
         self.bootstrap_value_int = 0.0  # V_int(s_T)
         self.next_episode_value_int = 0.0  # V_int of the next episode's first state, after an episode end
         self.terminal = False
+        self.truncated = False
         self.episode_end = False
         self.episode_start = False  # its first step is its episode's first
         self.features = features
@@ -83,6 +85,7 @@ class PartialRollout:
         self.bootstrap_value_int = other.bootstrap_value_int
         self.next_episode_value_int = other.next_episode_value_int
         self.terminal = other.terminal
+        self.truncated = other.truncated
         self.episode_end = other.episode_end
 
     def next_observations(self):
@@ -147,7 +150,7 @@ def env_stepper(count, threads):
 
 
 def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, scaler=None, timings=None,
-               step_all=map, behaviour=False):
+               step_all=map, behaviour=False, bootstrap_time_limit=True):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -163,6 +166,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     `step_all(step_and_reset, envs, actions)` steps the environments (see env_stepper); their results are taken
     in order, so the data do not depend on how they were stepped. With `behaviour` each step's rollout also keeps
     the log-probability of its action under the policy that chose it (what IMPALA's V-trace corrects for).
+    Without `bootstrap_time_limit` a truncation ends its rollout as a termination does (constants.Config's field).
     """
     timings = timings or Timings()
     count = len(envs)
@@ -204,7 +208,7 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
             for rollout, _, tally in finished:
                 tally.bonus += sum(rollout.bonuses)
                 if rollout.episode_end:
-                    on_episode_end(tally.stats(truncated=not rollout.terminal))
+                    on_episode_end(tally.stats(rollout.truncated))
             yield [rollout for rollout, _, _ in finished]
             finished = []
         with timings.phase("env"):
@@ -223,8 +227,9 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
             rollout.last_observation = observations[index] = next_observation
             if terminated or truncated:
                 rollout.episode_end = True
-                rollout.terminal = bool(terminated)
-                if not terminated:
+                rollout.truncated = not terminated
+                rollout.terminal = bool(terminated) or not bootstrap_time_limit
+                if not rollout.terminal:
                     value, value_int = policy.value_of(session, [next_observation], state_row(state, index))
                     rollout.bootstrap_value = float(value[0])
                     if two_streams:
@@ -322,8 +327,9 @@ class RunnerThread(threading.Thread):
     """
 
     def __init__(self, envs, policy, rollout_len, queue_size, on_episode_end, bonus=None, scaler=None,
-                 timings=None, env_threads=False):
+                 timings=None, env_threads=False, bootstrap_time_limit=True):
         super().__init__(name="runner", daemon=True)
+        self.bootstrap_time_limit = bootstrap_time_limit
         self.envs = envs
         self.env_threads = env_threads
         self.timings = timings or Timings()
@@ -348,7 +354,8 @@ class RunnerThread(threading.Thread):
         try:
             with env_stepper(len(self.envs), self.env_threads) as step_all:
                 batches = env_runner(self.envs, self.policy, self.session, self.rollout_len, self.on_episode_end,
-                                     self.bonus, self.scaler, self.timings, step_all)
+                                     self.bonus, self.scaler, self.timings, step_all,
+                                     bootstrap_time_limit=self.bootstrap_time_limit)
                 for batch in batches:
                     with self.timings.phase("queue_put"):
                         if not self._put(batch):

@@ -60,6 +60,10 @@ class SharedConfig:
     reward_clip: float = _param(1.0, """
     A3C's and IMPALA's rewards are clipped to [-x, x], the extrinsic and then its sum with a bonus, with --envWrap,
     on Doom and Mario (the paper's preprocessing) and on MiniGrid (RIDE's code); envs.clips_rewards""")
+    bootstrap_time_limit: bool = _param(True, """
+    A3C and IMPALA bootstrap an episode cut by its time limit from V of its last state (Pardo et al. 2018: the cut
+    is not the state's end); false: the cut ends the return as a termination does, as gym's `done` did in the
+    original's code and in RIDE's""")
     learning_rate: float = _param(1e-4, """
     Adam learning rate""")
     adam_epsilon: float = _param(1e-8, """

@@ -401,7 +401,8 @@ class Actor:
         policy = self.copy or graph.actor_network
         with env_stepper(len(self.envs), self.env_threads) as step_all:
             batches = env_runner(self.envs, policy, session, self.config.rollout_maxlen, episode_logger,
-                                 graph.actor_predictor, scaler, self.timings, step_all, behaviour=True)
+                                 graph.actor_predictor, scaler, self.timings, step_all, behaviour=True,
+                                 bootstrap_time_limit=self.config.bootstrap_time_limit)
             for rollouts in batches:
                 if graph.merge is not None:
                     self.merge_statistics(session, rollouts)

@@ -144,6 +144,18 @@ def test_truncated_episode_bootstraps_from_its_last_state():
     assert rollout.bootstrap_value == 0.0 and finished[0].truncated  # V(position 0) from value_of
 
 
+def test_a_truncation_ends_the_return_where_time_limits_are_not_bootstrapped():
+    env = envs.create_env("Corridor-v0")
+    policy = CountingPolicy()
+    policy.action = 0
+    finished = []
+    [rollout] = next(env_runner([env], policy, None, rollout_len=1000, on_episode_end=finished.append,
+                                bootstrap_time_limit=False))
+    assert len(rollout) == 64 and rollout.episode_end and rollout.terminal and rollout.truncated
+    assert finished[0].truncated, "the log still tells a time limit from a termination"
+    assert policy.calls == 64 + 1, "no value_of call for the truncated state"
+
+
 class StubPredictor:
     bonus_per_step = "forward loss per step"
 
