@@ -157,6 +157,23 @@ SUCCESS_TASK = {"flags": ("--noLifeReward",), "measure": "success", "at": ("1M",
 # Their tables add the mean return over the same windows (RIDE's measure: 1 - 0.9 x steps / limit at the goal).
 MINIGRID_TASK = {"flags": (), "measure": "success", "at": ("1M", "2M", "5M", "10M"), "evaluations": ("sampled",),
                  "goal": "the goal", "returns": True}
+# RIDE's Figure 3 (Raileanu and Rocktaschel 2020: IMPALA, 40 actors, mean curves over its seeds), read off: the mean
+# return its best curves level off at on each task it ran, and about when each method's curve got there. A run
+# reaches the level when the mean return of its last WINDOW episodes first comes within LEVEL_READING of it (what
+# reading the figure allows); the report gives the step, beside the figure's.
+RIDE_LEVELS = {
+    "MiniGrid-MultiRoom-N7-S4-v0": {"panel": "3 (a)", "return": 0.78, "frames": {
+        "ride": "about 5M", "counts": "about 5.5M", "rnd": "about 12M", "icm": "about 14M", "a3c": "never in 30M"}},
+    "MiniGrid-KeyCorridorS3R3-v0": {"panel": "3 (c)", "return": 0.9, "frames": {
+        "ride": "about 10M", "counts": "about 13M", "rnd": "about 20M", "icm": "never in 30M", "a3c": "never in 30M"}},
+    "MiniGrid-ObstructedMaze-2Dlh-v0": {"panel": "3 (g)", "return": 0.95, "frames": {
+        "ride": "about 30M", "rnd": "about 0.94 at 65M", "counts": "never in 65M", "icm": "never in 65M",
+        "a3c": "never in 65M"}},
+    "MiniGrid-MultiRoom-N12-S10-v0": {"panel": "3 (h)", "return": 0.65, "frames": {
+        "ride": "about 20M", "counts": "never in 100M", "rnd": "never in 100M", "icm": "never in 100M",
+        "a3c": "never in 100M"}},
+}
+LEVEL_READING = 0.02
 TASKS = {"mario": {"flags": ("--noReward",), "measure": "distance", "at": ("250k", "500k", "1M"),
                    "evaluations": ("greedy", "sampled")},
          **{task: MINIGRID_TASK for task in ("MiniGrid-MultiRoom-N7-S4-v0", "MiniGrid-MultiRoom-N12-S10-v0",
@@ -592,7 +609,9 @@ def sustained_from(steps, success, window=SUSTAINED_WINDOW, threshold=SOLVED):
     return int(steps[first + window - 1])
 
 
-def run_summary(log_dir, milestones, reached, measure="success"):
+def run_summary(log_dir, milestones, reached, measure="success", level=None):
+    """A run's numbers; with a `level` (RIDE_LEVELS'), also the step its mean return first came within LEVEL_READING
+    of it."""
     config = run_config(log_dir)
     budget = budget_of(config)
     if measure == "distance":
@@ -608,7 +627,9 @@ def run_summary(log_dir, milestones, reached, measure="success"):
             "first_solved": first_solved(steps, success),
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
-            "reached_vest": bool(success.any()) if len(success) else False}
+            "reached_vest": bool(success.any()) if len(success) else False,
+            **({"level_from": first_solved(return_steps, returns, threshold=level - LEVEL_READING)}
+               if level is not None else {})}
 
 
 def distance_run_summary(log_dir, milestones, reached, config, budget):
@@ -686,6 +707,8 @@ def method_summary(seeds, milestones, policy="greedy"):
             "median_first_solved": median_or_none([run.get("first_solved") for run in runs]),
             "median_sustained_from": median_or_none([run.get("sustained_from") for run in runs]),
             "runs_reached_vest": sum(run["reached_vest"] for run in runs),
+            "runs_at_level": sum(run.get("level_from") is not None for run in runs),
+            "median_level_from": median_or_none([run.get("level_from") for run in runs]),
             "greedy": ({"successes": int(round(sum(e["success_rate"] * e["episodes"] for e in evaluations))),
                         "episodes": sum(e["episodes"] for e in evaluations)} if evaluations else None)}
 
@@ -1239,7 +1262,7 @@ def summarise(report_dir, milestones):
             for seed, archive in seeds.items():
                 kept = logdir.read_json(os.path.join(archive, "run.json")) or {}
                 summary = run_summary(archive, measured_steps(task, milestones), kept.get("global_step", 0),
-                                      task_spec(task)["measure"])
+                                      task_spec(task)["measure"], RIDE_LEVELS.get(task, {}).get("return"))
                 summary.update(log_dir=os.path.relpath(archive, report_dir), machine=kept.get("machine"),
                                sittings=kept.get("sittings"),
                                **{f"{policy}_eval": kept.get(f"{policy}_eval") for policy in evaluations_of(task)})
@@ -1462,6 +1485,7 @@ def markdown(results):
             for method, summary in methods.items():
                 lines.append(f"| {METHOD_LABELS[method]} | "
                              + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
+        lines += level_lines(task, methods, window)
         lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
                                                     f"{video_policy(task)} (distinct)"])]
         for method, summary in methods.items():
@@ -1473,6 +1497,22 @@ def markdown(results):
                     greedy_cell(run.get(f"{video_policy(task)}_eval") or {})]))
         lines += ["", *restart_lines(methods)]
     return "\n".join(lines)
+
+
+def level_lines(task, methods, window):
+    """The table of RIDE's level on a task its Figure 3 has: per method, the seeds run to their budget whose mean
+    return reached it, the median step, and when the figure's curve got there."""
+    level = RIDE_LEVELS.get(task)
+    if not level:
+        return []
+    lines = ["", f"RIDE's level: the mean return of {level['return']:.2f} that RIDE's Figure {level['panel']} "
+                 f"(Raileanu and Rocktaschel 2020) levels off at; a seed reached it when the mean return of its last "
+                 f"{window} episodes first came within {LEVEL_READING} of it.", "",
+             "| method | seeds that reached it | median step | RIDE's Figure " + level["panel"] + " |", "|---|---|---|---|"]
+    for method, summary in methods.items():
+        lines.append(f"| {METHOD_LABELS[method]} | {summary.get('runs_at_level', 0)} of {summary['runs_finished']} | "
+                     f"{steps_or_dash(summary.get('median_level_from'))} | {level['frames'].get(method, 'not run')} |")
+    return lines
 
 
 # The tables a task with "returns" adds under its success table: (summary key, title, how a value is shown).

@@ -215,6 +215,29 @@ def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
     assert "| RIDE | 10.0 | 25.0 [20.0-30.0] |" in table, table
 
 
+def test_a_minigrid_task_reports_the_step_its_seeds_reached_rides_level(tmp_path):
+    """RIDE's Figure 3 (a) levels off at a return of 0.78 on N7-S4: seed 0 returns 0.77 from its 101st episode of
+    200 (within the reading's 0.02), so its last 100 first average 0.76 at its 199th; seed 1's 0.7 never does."""
+    task = "MiniGrid-MultiRoom-N7-S4-v0"
+    for seed, level in ((0, 0.77), (1, 0.7)):
+        log_dir = tmp_path / "study" / "runs" / f"{task}-counts-s{seed}"
+        os.makedirs(log_dir)
+        with open(log_dir / "episodes_0.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(HEADER)
+            for index in range(1, 201):
+                reached = int(index >= 101)
+                writer.writerow([index * 10_000, 1_000_000 + index, 0, level * reached, 40, 1.0, level * reached, 0,
+                                 0.1, reached, "", 3, 4, 30])
+    results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
+                               eval_episodes=0)
+    counts = results["tasks"][task]["counts"]
+    assert counts["seeds"]["0"]["level_from"] == 1_990_000 and counts["seeds"]["1"]["level_from"] is None
+    assert counts["runs_at_level"] == 1 and counts["median_level_from"] == 1_990_000
+    table = (tmp_path / "report" / "results.md").read_text()
+    assert "RIDE's Figure 3 (a)" in table and "| counts | 1 of 2 | 1.99M | about 5.5M |" in table, table
+
+
 def write_visits(log_dir, count):
     with open(os.path.join(log_dir, "visits_0.csv"), "w", newline="") as handle:
         writer = csv.writer(handle)
