@@ -188,20 +188,25 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
 
 
+def write_minigrid_episodes(log_dir, first, goal_return, length, cells):
+    """200 episodes of a MiniGrid run, one every 10,000 steps, that reach the goal (returning `goal_return`) from
+    episode `first` on; `cells`: the cells an episode steps into before and from then."""
+    os.makedirs(log_dir)
+    with open(log_dir / "episodes_0.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        for index in range(1, 201):
+            reached = int(index >= first)
+            writer.writerow([index * 10_000, 1_000_000 + index, 0, goal_return * reached, length, 1.0,
+                             goal_return * reached, 0, 0.1, reached, "", 3, 4, cells[reached]])
+
+
 def test_a_minigrid_task_reports_its_return_beside_its_success(tmp_path):
     """RIDE's measure, the mean game reward over the last 100 episodes at each step, and the coverage under the
     success table: seed 0 reaches the goal (return 0.6, 30 cells) from its 101st episode, seed 1 from its 151st."""
     task = "MiniGrid-MultiRoom-N7-S4-v0"
     for seed, first in ((0, 101), (1, 151)):
-        log_dir = tmp_path / "study" / "runs" / f"{task}-ride-s{seed}"
-        os.makedirs(log_dir)
-        with open(log_dir / "episodes_0.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(HEADER)
-            for index in range(1, 201):
-                reached = int(index >= first)
-                writer.writerow([index * 10_000, 1_000_000 + index, 0, 0.6 * reached, 50, 1.0, 0.6 * reached, 0,
-                                 0.1, reached, "", 3, 4, 10 + 20 * reached])
+        write_minigrid_episodes(tmp_path / "study" / "runs" / f"{task}-ride-s{seed}", first, 0.6, 50, (10, 30))
     results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
                                eval_episodes=0)
     ride = results["tasks"][task]["ride"]
@@ -220,15 +225,7 @@ def test_a_minigrid_task_reports_the_step_its_seeds_reached_rides_level(tmp_path
     200 (within the reading's 0.02), so its last 100 first average 0.76 at its 199th; seed 1's 0.7 never does."""
     task = "MiniGrid-MultiRoom-N7-S4-v0"
     for seed, level in ((0, 0.77), (1, 0.7)):
-        log_dir = tmp_path / "study" / "runs" / f"{task}-counts-s{seed}"
-        os.makedirs(log_dir)
-        with open(log_dir / "episodes_0.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(HEADER)
-            for index in range(1, 201):
-                reached = int(index >= 101)
-                writer.writerow([index * 10_000, 1_000_000 + index, 0, level * reached, 40, 1.0, level * reached, 0,
-                                 0.1, reached, "", 3, 4, 30])
+        write_minigrid_episodes(tmp_path / "study" / "runs" / f"{task}-counts-s{seed}", 101, level, 40, (30, 30))
     results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
                                eval_episodes=0)
     counts = results["tasks"][task]["counts"]
