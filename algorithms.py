@@ -86,7 +86,8 @@ class Algorithm:
     replay: bool  # learns from a replay of stored transitions (uint8 frames, the learner's frame stack)
     actions: tuple  # the action spaces it takes: "discrete", "continuous" (a bounded Box)
     default_workers: object  # --num-workers when not given: CORES, or 0 (one process) when no cluster is given
-    presets: dict  # --preset auto: the first of "<family>", "<kind>_bonus" (with a bonus), "<kind>" it has
+    presets: dict  # --preset auto: the first of "<family>/<bonus>", "<family>", "<kind>_bonus" (with a bonus),
+    # "<kind>" it has
     hyperparameters: dict  # its named presets: {name: {hyper-parameter: value as --set takes it}}
     task: str  # "module:function(args)": one task of its cluster, in a worker.py process; None: one process only
     local: str  # "module:function(args)": the whole run in this process (--num-workers 0)
@@ -127,10 +128,12 @@ class Algorithm:
     def continuous(self):
         return "continuous" in self.actions
 
-    def preset(self, observation_kind, family, bonus):
+    def preset(self, observation_kind, family, unsup="none"):
         """The preset `--preset auto` means for observations of `observation_kind` ("vector" or "image") of a game
-        of `family` (envs.env_family), with a curiosity bonus or not."""
-        for key in (family, f"{observation_kind}_bonus" if bonus else None, observation_kind):
+        of `family` (envs.env_family), with the curiosity bonus `unsup` (--unsup; "none": without)."""
+        bonus = unsup != "none"
+        for key in (f"{family}/{unsup}" if bonus else None, family, f"{observation_kind}_bonus" if bonus else None,
+                    observation_kind):
             if key in self.presets:
                 return self.presets[key]
         raise KeyError(f"{self.name} has no preset for {observation_kind} observations")
@@ -143,6 +146,11 @@ class Algorithm:
 
 # Each algorithm's named presets: overrides of constants.Config's defaults (as --set takes them), with the
 # measurements that chose them. `--preset auto` picks one by the row's `presets`; `--set` applies on top.
+# RIDE's settings on MultiRoom-N7-S4 and KeyCorridorS3R3 (Raileanu and Rocktaschel 2020, its README): entropy 0.0005
+# and an intrinsic reward coefficient of 0.1, given to every bonus that prediction_beta weighs but counts; 16
+# environments a worker, for MiniGrid's Python steps are cheap beside an update.
+_MINIGRID = {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"}
+COUNTS_ON_MINIGRID = "0.005"  # counts' coefficient on MiniGrid (the `minigrid_counts` presets)
 A3C_PRESETS = {
     "paper": {},
     # Measured on CartPole (docs/history/2026-11-24-hyperparameters.md): Adam's epsilon of 0.1 against weights that
@@ -160,10 +168,12 @@ A3C_PRESETS = {
     # MyWayHome dense at 3M steps and a tenfold learning rate did not help; with 4 it had 0.82 and 0.76 in two
     # seeds (docs/history/2026-11-24-doom-study.md, "Why the dense task lags").
     "doom": {"envs_per_worker": "4"},
-    # RIDE's settings on MultiRoom-N7-S4 and KeyCorridorS3R3 (Raileanu and Rocktaschel 2020, its README): entropy
-    # 0.0005 and an intrinsic reward coefficient of 0.1, given here to every bonus that prediction_beta weighs; 16
-    # environments a worker, for MiniGrid's Python steps are cheap beside an update.
-    "minigrid": {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"},
+    "minigrid": _MINIGRID,
+    # Counts pay about 1 / sqrt(n) for every state, and on MiniGrid's new layouts nearly every state is new: at 0.1
+    # an episode of wandering earned more than the goal and the policy kept wandering (IMPALA on N7-S4 to 10M: 24.8
+    # cells an episode, success 1%); at 0.005, the coefficient count baselines run with in code built on RIDE's
+    # (C-BET's README), it went to the goal (docs/history/2026-12-04-ride-on-minigrid.md).
+    "minigrid_counts": {**_MINIGRID, "prediction_beta": COUNTS_ON_MINIGRID},
     # The original's constants with 4 emulators a worker, stepped side by side: an update per 80 steps of a worker,
     # A2C's batch on Atari (16 environments x 5 steps). 2 workers on Pong trained 2.1x the steps a second of one
     # emulator each (docs/speed.md); its learning per step is not measured yet.
@@ -213,6 +223,7 @@ A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
+             "minigrid/counts": "minigrid_counts",
              "vector_bonus": "classic_curiosity",
              "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
@@ -314,10 +325,13 @@ IMPALA_PRESETS = {
                         "anneal_steps": "30000000", "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
                         "rmsprop_form": "pytorch"},
 }
+# counts' coefficient on MiniGrid, as A3C's minigrid_counts (the measurements there)
+IMPALA_PRESETS["impala_minigrid_counts"] = {**IMPALA_PRESETS["impala_minigrid"], "prediction_beta": COUNTS_ON_MINIGRID}
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"minigrid": "impala_minigrid", "vector": "impala_classic", "image": "impala"},
+    presets={"minigrid": "impala_minigrid", "minigrid/counts": "impala_minigrid_counts", "vector": "impala_classic",
+             "image": "impala"},
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "

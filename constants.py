@@ -306,7 +306,7 @@ def resolve_preset(preset, observation_kind, family="gymnasium", unsup="none", a
     (`dqn_classic_curiosity` with a bonus) and `dqn` for images; for SAC, `sac_classic` and `sac`."""
     if preset != "auto":
         return preset
-    return algorithms.get(algo).preset(observation_kind, family, bonus=unsup != "none")
+    return algorithms.get(algo).preset(observation_kind, family, unsup)
 
 
 def config_from_overrides(overrides, preset="paper"):
@@ -372,8 +372,8 @@ RUN_FLAGS = (
             kind="switch", recorded=True),
     RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
     RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario, doom for "
-            "ViZDoom, atari for Atari, classic for vector observations (classic_curiosity with a bonus), paper otherwise; with "
-            "--algo dqn or sac: dqn_classic (dqn_classic_curiosity with a bonus) or sac_classic for vectors, dqn or "
+            "ViZDoom, atari for Atari, minigrid for MiniGrid (minigrid_counts with --unsup counts), classic for vector "
+            "observations (classic_curiosity with a bonus), paper otherwise; with --algo dqn or sac: dqn_classic (dqn_classic_curiosity with a bonus) or sac_classic for vectors, dqn or "
             "sac for images",
             default="auto", choices=PRESET_CHOICES),
     RunFlag("pretrain", ("--pretrain",), "start a new run from another run's trainable weights (its log dir or a "

@@ -161,6 +161,18 @@ def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
     assert constants.resolve_preset("auto", "image", "atari", "none", "dqn") == "dqn"
 
 
+def test_auto_gives_counts_on_minigrid_their_own_coefficient():
+    """On MiniGrid `--preset auto` picks a bonus's own preset where its row has one ("<family>/<bonus>"): counts
+    weigh 0.005 with A3C and IMPALA, the other bonuses RIDE's 0.1, and without a bonus the family's preset."""
+    for algo, family_preset in (("a3c", "minigrid"), ("impala", "impala_minigrid")):
+        counts = constants.resolve_preset("auto", "image", "minigrid", "counts", algo)
+        assert counts == family_preset + "_counts"
+        assert constants.config_from_overrides([], counts).prediction_beta == 0.005
+        for unsup in ("ride", "none"):
+            preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
+            assert preset == family_preset and constants.config_from_overrides([], preset).prediction_beta == 0.1
+
+
 def test_an_algorithms_own_hyperparameters_are_configs_fields_checked_by_its_row():
     """SAC declares tau and target_entropy_scale in its row: they are fields of Config (defaults, --set, the help
     line), and a value outside the row's bounds is refused in one message."""

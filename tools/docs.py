@@ -644,7 +644,9 @@ def preset_reference():
     for row in algorithms.ALGORITHMS.values():
         auto = {}
         for key, preset in row.presets.items():
-            auto.setdefault(preset, []).append(key.replace("_bonus", " with a bonus"))
+            family, _, bonus = key.partition("/")
+            auto.setdefault(preset, []).append(f"{family} with --unsup {bonus}" if bonus
+                                               else key.replace("_bonus", " with a bonus"))
         for name, values in row.hyperparameters.items():
             shown = ", ".join(f"{key}={value}" for key, value in values.items()) or "the defaults"
             rows.append([f"`{name}`", f"`{row.name}`", ", ".join(auto.get(name, [])) or "-", cell(shown)])
