@@ -147,10 +147,14 @@ class Algorithm:
 # Each algorithm's named presets: overrides of constants.Config's defaults (as --set takes them), with the
 # measurements that chose them. `--preset auto` picks one by the row's `presets`; `--set` applies on top.
 # RIDE's settings on MultiRoom-N7-S4 and KeyCorridorS3R3 (Raileanu and Rocktaschel 2020, its README): entropy 0.0005
-# and an intrinsic reward coefficient of 0.1, given to every bonus that prediction_beta weighs but counts; 16
+# and an intrinsic reward coefficient of 0.1, given to every bonus that prediction_beta weighs but counts and RIDE; 16
 # environments a worker, for MiniGrid's Python steps are cheap beside an update.
 _MINIGRID = {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"}
 COUNTS_ON_MINIGRID = "0.005"  # counts' coefficient on MiniGrid (the `minigrid_counts` presets)
+# RIDE on MiniGrid (the `minigrid_ride` presets): its impact grows as its embedding spreads, and at 0.1 its bonus
+# reached 2 an episode, more than the goal; at 0.03, with a time limit that ends the return as RIDE's code's `done`
+# does, it went to the goal (IMPALA on N7-S4, docs/history/2026-12-04-ride-on-minigrid.md)
+RIDE_ON_MINIGRID = {"prediction_beta": "0.03", "bootstrap_time_limit": "false"}
 A3C_PRESETS = {
     "paper": {},
     # Measured on CartPole (docs/history/2026-11-24-hyperparameters.md): Adam's epsilon of 0.1 against weights that
@@ -174,6 +178,7 @@ A3C_PRESETS = {
     # cells an episode, success 1%); at 0.005, the coefficient count baselines run with in code built on RIDE's
     # (C-BET's README), it went to the goal (docs/history/2026-12-04-ride-on-minigrid.md).
     "minigrid_counts": {**_MINIGRID, "prediction_beta": COUNTS_ON_MINIGRID},
+    "minigrid_ride": {**_MINIGRID, **RIDE_ON_MINIGRID},
     # The original's constants with 4 emulators a worker, stepped side by side: an update per 80 steps of a worker,
     # A2C's batch on Atari (16 environments x 5 steps). 2 workers on Pong trained 2.1x the steps a second of one
     # emulator each (docs/speed.md); its learning per step is not measured yet.
@@ -223,7 +228,7 @@ A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
-             "minigrid/counts": "minigrid_counts",
+             "minigrid/counts": "minigrid_counts", "minigrid/ride": "minigrid_ride",
              "vector_bonus": "classic_curiosity",
              "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
@@ -325,13 +330,14 @@ IMPALA_PRESETS = {
                         "anneal_steps": "30000000", "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
                         "rmsprop_form": "pytorch"},
 }
-# counts' coefficient on MiniGrid, as A3C's minigrid_counts (the measurements there)
+# counts' and RIDE's settings on MiniGrid, as A3C's minigrid_counts and minigrid_ride (the measurements there)
 IMPALA_PRESETS["impala_minigrid_counts"] = {**IMPALA_PRESETS["impala_minigrid"], "prediction_beta": COUNTS_ON_MINIGRID}
+IMPALA_PRESETS["impala_minigrid_ride"] = {**IMPALA_PRESETS["impala_minigrid"], **RIDE_ON_MINIGRID}
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"minigrid": "impala_minigrid", "minigrid/counts": "impala_minigrid_counts", "vector": "impala_classic",
-             "image": "impala"},
+    presets={"minigrid": "impala_minigrid", "minigrid/counts": "impala_minigrid_counts",
+             "minigrid/ride": "impala_minigrid_ride", "vector": "impala_classic", "image": "impala"},
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "

@@ -161,14 +161,17 @@ def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
     assert constants.resolve_preset("auto", "image", "atari", "none", "dqn") == "dqn"
 
 
-def test_auto_gives_counts_on_minigrid_their_own_coefficient():
-    """On MiniGrid `--preset auto` picks a bonus's own preset where its row has one ("<family>/<bonus>"): counts
-    weigh 0.005 with A3C and IMPALA, the other bonuses RIDE's 0.1, and without a bonus the family's preset."""
+def test_auto_gives_counts_and_ride_on_minigrid_their_own_settings():
+    """On MiniGrid `--preset auto` picks a bonus's own preset where its row has one ("<family>/<bonus>"): with A3C
+    and IMPALA counts weigh 0.005, RIDE 0.03 with the time limit ending the return, the other bonuses RIDE's paper's
+    0.1 with the bootstrap, and without a bonus the family's preset."""
     for algo, family_preset in (("a3c", "minigrid"), ("impala", "impala_minigrid")):
-        counts = constants.resolve_preset("auto", "image", "minigrid", "counts", algo)
-        assert counts == family_preset + "_counts"
-        assert constants.config_from_overrides([], counts).prediction_beta == 0.005
-        for unsup in ("ride", "none"):
+        for unsup, beta, bootstrap in (("counts", 0.005, True), ("ride", 0.03, False)):
+            preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
+            config = constants.config_from_overrides([], preset)
+            assert preset == f"{family_preset}_{unsup}"
+            assert (config.prediction_beta, config.bootstrap_time_limit) == (beta, bootstrap)
+        for unsup in ("e3b", "none"):
             preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
             assert preset == family_preset and constants.config_from_overrides([], preset).prediction_beta == 0.1
 
