@@ -150,11 +150,31 @@ class Algorithm:
 # and an intrinsic reward coefficient of 0.1, given to every bonus that prediction_beta weighs but counts and RIDE; 16
 # environments a worker, for MiniGrid's Python steps are cheap beside an update.
 _MINIGRID = {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"}
-COUNTS_ON_MINIGRID = "0.005"  # counts' coefficient on MiniGrid (the `minigrid_counts` presets)
-# RIDE on MiniGrid (the `minigrid_ride` presets): its impact grows as its embedding spreads, and at 0.1 its bonus
-# reached 2 an episode, more than the goal; at 0.03, with a time limit that ends the return as RIDE's code's `done`
-# does, it went to the goal (IMPALA on N7-S4, docs/history/2026-12-04-ride-on-minigrid.md)
-RIDE_ON_MINIGRID = {"prediction_beta": "0.03", "bootstrap_time_limit": "false"}
+# The bonuses with settings of their own on MiniGrid, on top of a row's MiniGrid preset: `<preset>_<bonus>`, which
+# `--preset auto` picks with that --unsup (MINIGRID_BONUS_PRESETS). A bonus that pays more over an episode than the
+# goal (at most 1, and it ends the episode's bonus) teaches wandering (docs/history/2026-12-04-ride-on-minigrid.md,
+# IMPALA on N7-S4):
+MINIGRID_BONUS_SETTINGS = {
+    # Counts pay about 1 / sqrt(n) for every state, and nearly every state of a new layout is new: at 0.1 an episode
+    # of wandering earned more than the goal (24.8 cells an episode, success 1% at 10M); at 0.005, the coefficient
+    # count baselines run with in code built on RIDE's (C-BET's README), the policy went to the goal.
+    "counts": {"prediction_beta": "0.005"},
+    # RIDE's impact grows as its embedding spreads: at 0.1 its bonus reached 2 an episode; at 0.03, with a time limit
+    # that ends the return as RIDE's code's `done` does, it went to the goal.
+    "ride": {"prediction_beta": "0.03", "bootstrap_time_limit": "false"},
+}
+
+
+def minigrid_bonus_presets(presets, family_preset):
+    """Adds `<family_preset>_<bonus>` to `presets` for each of MINIGRID_BONUS_SETTINGS; returns the row's `presets`
+    keys for them, {"minigrid/<bonus>": name}."""
+    keys = {}
+    for bonus, settings in MINIGRID_BONUS_SETTINGS.items():
+        keys[f"minigrid/{bonus}"] = name = f"{family_preset}_{bonus}"
+        presets[name] = {**presets[family_preset], **settings}
+    return keys
+
+
 A3C_PRESETS = {
     "paper": {},
     # Measured on CartPole (docs/history/2026-11-24-hyperparameters.md): Adam's epsilon of 0.1 against weights that
@@ -173,12 +193,6 @@ A3C_PRESETS = {
     # seeds (docs/history/2026-11-24-doom-study.md, "Why the dense task lags").
     "doom": {"envs_per_worker": "4"},
     "minigrid": _MINIGRID,
-    # Counts pay about 1 / sqrt(n) for every state, and on MiniGrid's new layouts nearly every state is new: at 0.1
-    # an episode of wandering earned more than the goal and the policy kept wandering (IMPALA on N7-S4 to 10M: 24.8
-    # cells an episode, success 1%); at 0.005, the coefficient count baselines run with in code built on RIDE's
-    # (C-BET's README), it went to the goal (docs/history/2026-12-04-ride-on-minigrid.md).
-    "minigrid_counts": {**_MINIGRID, "prediction_beta": COUNTS_ON_MINIGRID},
-    "minigrid_ride": {**_MINIGRID, **RIDE_ON_MINIGRID},
     # The original's constants with 4 emulators a worker, stepped side by side: an update per 80 steps of a worker,
     # A2C's batch on Atari (16 environments x 5 steps). 2 workers on Pong trained 2.1x the steps a second of one
     # emulator each (docs/speed.md); its learning per step is not measured yet.
@@ -228,7 +242,7 @@ A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
-             "minigrid/counts": "minigrid_counts", "minigrid/ride": "minigrid_ride",
+             **minigrid_bonus_presets(A3C_PRESETS, "minigrid"),
              "vector_bonus": "classic_curiosity",
              "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
@@ -330,14 +344,11 @@ IMPALA_PRESETS = {
                         "anneal_steps": "30000000", "envs_per_worker": "16", "predictor_optimizer": "rmsprop",
                         "rmsprop_form": "pytorch"},
 }
-# counts' and RIDE's settings on MiniGrid, as A3C's minigrid_counts and minigrid_ride (the measurements there)
-IMPALA_PRESETS["impala_minigrid_counts"] = {**IMPALA_PRESETS["impala_minigrid"], "prediction_beta": COUNTS_ON_MINIGRID}
-IMPALA_PRESETS["impala_minigrid_ride"] = {**IMPALA_PRESETS["impala_minigrid"], **RIDE_ON_MINIGRID}
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"minigrid": "impala_minigrid", "minigrid/counts": "impala_minigrid_counts",
-             "minigrid/ride": "impala_minigrid_ride", "vector": "impala_classic", "image": "impala"},
+    presets={"minigrid": "impala_minigrid", **minigrid_bonus_presets(IMPALA_PRESETS, "impala_minigrid"),
+             "vector": "impala_classic", "image": "impala"},
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "
