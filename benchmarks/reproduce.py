@@ -652,11 +652,24 @@ def standard_error(values):
     return float(scipy.stats.sem(values)) if len(values) >= 2 else None
 
 
+LEARNER_NAMES = {"impala": "IMPALA", "dqn": "DQN", "sac": "SAC", "planet": "PlaNet"}
+
+
 def setup_of(config):
-    """'2 x 16': the run's workers and environments per worker, from its config.json (None where not kept)."""
+    """'2 x 16': the run's workers and environments per worker, from its config.json (None where not kept); the
+    learner before them where it is not A3C ('IMPALA 2 x 16')."""
     workers = config.get("run", {}).get("num_workers")
     per_worker = config.get("hyperparameters", {}).get("envs_per_worker")
-    return f"{workers} x {per_worker}" if workers and per_worker else None
+    algo = config.get("run", {}).get("algo", "a3c")
+    learner = "" if algo == "a3c" else LEARNER_NAMES.get(algo, algo) + " "
+    return f"{learner}{workers} x {per_worker}" if workers and per_worker else None
+
+
+def method_label(method, task):
+    """How the report names a method on `task`: on the paper's tasks its names (A3C: A3C without a bonus); on
+    MiniGrid's, which any learner may run, the method `a3c` is the learner with no bonus (the set-up names the
+    learner)."""
+    return "no bonus" if method == "a3c" and task_spec(task).get("returns") else METHOD_LABELS[method]
 
 
 def over_seeds(runs, key, milestones):
@@ -774,16 +787,42 @@ def lead_over_a3c(methods, step):
     reached the goal (Mario's flag), in how many seeds."""
     import scipy.stats  # here, not at the top: see standard_error
 
-    icm, a3c = ([run["distance_at"][str(step)] for run in methods[method]["seeds"].values()
-                 if finished(run) and run["distance_at"].get(str(step)) is not None] for method in ("icm", "a3c"))
-    error = float(np.sqrt(np.var(icm, ddof=1) / len(icm) + np.var(a3c, ddof=1) / len(a3c)))
-    # Welch's test needs the seeds to vary: with none (or one seed a method) there is nothing to test
-    test = scipy.stats.ttest_ind(icm, a3c, equal_var=False) if error > 0 else None
+    icm, a3c = (seeds_at(methods[method], "distance_at", step) for method in ("icm", "a3c"))
     goals = {method: {key: methods[method].get(key) for key in ("goals", "episodes", "seeds_with_goals",
                                                                  "runs_finished")} for method in ("icm", "a3c")}
-    return {"difference": float(np.mean(icm) - np.mean(a3c)), "error": error,
+    return {**welch(icm, a3c), "goals": goals}
+
+
+def seeds_at(summary, key, step):
+    """A method's value of run[key] at `step`, one a seed run to its budget that got there."""
+    return [run[key][str(step)] for run in summary["seeds"].values()
+            if finished(run) and run.get(key, {}).get(str(step)) is not None]
+
+
+def welch(first, second):
+    """The difference of two groups' means (one value a seed), its standard error and Welch's t-test; t and p None
+    where the seeds do not vary (or a group has one seed): there is nothing to test."""
+    import scipy.stats  # here, not at the top: see standard_error
+
+    error = (float(np.sqrt(np.var(first, ddof=1) / len(first) + np.var(second, ddof=1) / len(second)))
+             if min(len(first), len(second)) >= 2 else 0.0)
+    test = scipy.stats.ttest_ind(first, second, equal_var=False) if error > 0 else None
+    return {"difference": float(np.mean(first) - np.mean(second)), "error": error,
             "t": float(test.statistic) if test else None, "p": float(test.pvalue) if test else None,
-            "seeds": [len(icm), len(a3c)], "goals": goals}
+            "seeds": [len(first), len(second)]}
+
+
+def against_best(methods, step):
+    """On a task measured by its return (MiniGrid's): the method whose seeds' mean return at `step` is highest,
+    over the methods with SEEDS_TO_JUDGE seeds run to their budget there, against each other such method: the
+    difference of the means, its standard error and Welch's t-test (welch). None where fewer than two such."""
+    returns = {method: seeds_at(summary, "return_at", step) for method, summary in methods.items()}
+    judged = {method: values for method, values in returns.items() if len(values) >= SEEDS_TO_JUDGE}
+    if len(judged) < 2:
+        return None
+    best = max(judged, key=lambda method: np.mean(judged[method]))
+    return {"step": step, "best": best, "mean": float(np.mean(judged[best])),
+            "others": {method: welch(judged[best], values) for method, values in judged.items() if method != best}}
 
 
 def lead_line(lead):
@@ -1277,6 +1316,8 @@ def summarise(report_dir, milestones):
             method: summary_of({str(seed): run for seed, run in sorted(rows[task][method].items())},
                                measured_steps(task, milestones))
             for method in METHODS if method in rows[task]}
+    results["compared"] = {task: against_best(methods, max(task_milestones(task, milestones)))
+                           for task, methods in results["tasks"].items() if task_spec(task).get("returns")}
     results["verdicts"] = {task: (distance_verdict if task in PAPER_DISTANCE else verdict)(task, methods)
                            for task, methods in results["tasks"].items() if task in PAPER or task in PAPER_DISTANCE}
     results["random"] = {task: random_baseline(report_dir, task) for task in results["tasks"]}
@@ -1308,7 +1349,7 @@ def video_lines(results, task):
             outcome = "reached the vest" if episode["success"] else "did not reach the vest"
         else:
             outcome = f"went {distance(episode.get('distance'))}"
-        described.append(f"[{METHOD_LABELS[method]}]({video['file']}) (seed {video['seed']} at "
+        described.append(f"[{method_label(method, task)}]({video['file']}) (seed {video['seed']} at "
                          f"{short(video['global_step'])}: after {episode.get('random_steps') or 0} random actions "
                          f"it {outcome} in {episode['length']} steps)")
     if not described:
@@ -1343,11 +1384,12 @@ def plot_tasks(found, report_dir):
                      if os.path.isfile(os.path.join(report_dir, name, plots.CURVES))]
     for task in sorted(set(found) | set(earlier_tasks), key=task_order):
         methods = found.get(task, {})
-        groups = {METHOD_LABELS[method]: [methods[method][seed] for seed in sorted(methods[method])]
+        groups = {method_label(method, task): [methods[method][seed] for seed in sorted(methods[method])]
                   for method in METHODS if method in methods}
         kept = kept_curves(report_dir, task, groups)
         # cover "any": a seed that is still running must not cut the finished seeds' curves short
-        written = plots.make_plots(groups, os.path.join(report_dir, task), WINDOW, kept, list(METHOD_LABELS.values()),
+        written = plots.make_plots(groups, os.path.join(report_dir, task), WINDOW, kept,
+                                   [method_label(method, task) for method in METHODS],
                                    cover="any")
         for ylabel, name in FIGURE_ROWS:
             if name in written:
@@ -1445,8 +1487,9 @@ def markdown(results):
              f"final checkpoints' greedy evaluations, each episode begun with 0 to {constants.EVAL_RANDOM_START} "
              "random actions (per seed, in brackets, how many episodes took different actions). Seeds: those run to "
              "their budget, which the columns after the milestones count, and those still short of it. Rates are "
-             "exact where 2 or 3 digits say them, else given to 3 digits. Set-up: workers x environments per worker "
-             "(a method whose seeds differ lists each). Steps run: `of N` where a run has not reached its budget of "
+             "exact where 2 or 3 digits say them, else given to 3 digits. Set-up: the learner where it is not A3C, and "
+             "workers x environments per worker (a method whose seeds differ lists each); on MiniGrid's tasks `no "
+             "bonus` is the learner alone. Steps run: `of N` where a run has not reached its budget of "
              "N. Machine: the host and cores of the sitting that last reported the run (`-`: an "
              "earlier report's row, its episodes not kept).", ""]
     for task, methods in results["tasks"].items():
@@ -1471,7 +1514,7 @@ def markdown(results):
                   "|---" * (len(milestones) + 7) + "|"]
         for method, summary in methods.items():
             runs, greedy = summary["runs_finished"], summary.get("greedy")
-            lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | "
+            lines.append(f"| {method_label(method, task)} | {seeds_cell(summary)} | "
                          f"{', '.join(summary.get('setups') or []) or '-'} | "
                          + " | ".join(spread(summary["success_at"][str(m)]) for m in milestones)
                          + f" | {summary['runs_solved']} of {runs} ({steps_or_dash(summary['median_first_solved'])})"
@@ -1483,15 +1526,16 @@ def markdown(results):
             lines += ["", title.format(window=window), "", "| method | " + " | ".join(short(m) for m in milestones)
                       + " |", "|---" * (len(milestones) + 1) + "|"]
             for method, summary in methods.items():
-                lines.append(f"| {METHOD_LABELS[method]} | "
+                lines.append(f"| {method_label(method, task)} | "
                              + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
         lines += level_lines(task, methods, window)
+        lines += compared_lines(task, results.get("compared", {}).get(task), window)
         lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
                                                     f"{video_policy(task)} (distinct)"])]
         for method, summary in methods.items():
             for seed, run in summary["seeds"].items():
                 last = run.get("last_episodes") or {}
-                lines.append(seed_row(method, seed, run, [rate(run["success_at"].get(str(m))) for m in milestones] + [
+                lines.append(seed_row(method_label(method, task), seed, run, [rate(run["success_at"].get(str(m))) for m in milestones] + [
                     rate(last.get("success")), steps_or_dash(run["first_solved"]),
                     steps_or_dash(run.get("sustained_from")),
                     greedy_cell(run.get(f"{video_policy(task)}_eval") or {})]))
@@ -1510,8 +1554,26 @@ def level_lines(task, methods, window):
                  f"{window} episodes first came within {LEVEL_READING} of it.", "",
              "| method | seeds that reached it | median step | RIDE's Figure " + level["panel"] + " |", "|---|---|---|---|"]
     for method, summary in methods.items():
-        lines.append(f"| {METHOD_LABELS[method]} | {summary.get('runs_at_level', 0)} of {summary['runs_finished']} | "
+        lines.append(f"| {method_label(method, task)} | {summary.get('runs_at_level', 0)} of {summary['runs_finished']} | "
                      f"{steps_or_dash(summary.get('median_level_from'))} | {level['frames'].get(method, 'not run')} |")
+    return lines
+
+
+def compared_lines(task, compared, window):
+    """The table of the best method's lead over each other one (against_best); none where it was not judged."""
+    if not compared:
+        return []
+    lines = ["", f"Compared: of the methods with {SEEDS_TO_JUDGE} seeds or more run to their budget, "
+                 f"{method_label(compared['best'], task)} had the highest mean return at {short(compared['step'])} "
+                 f"({compared['mean']:.3f}: the mean over seeds of each seed's mean over its last {window} episodes). "
+                 "Its lead over each other one: the difference of the seeds' means +- its standard error, and "
+                 "Welch's t-test.",
+             "", "| against | seeds | lead | t | p |", "|---|---|---|---|---|"]
+    for method, test in sorted(compared["others"].items(), key=lambda item: -item[1]["difference"]):
+        tested = ([f"{test['t']:.2f}", f"{test['p']:.3f}"] if test["p"] is not None
+                  else ["-", "the seeds do not vary: no test"])
+        lines.append(f"| {method_label(method, task)} | {test['seeds'][0]} + {test['seeds'][1]} | "
+                     f"{test['difference']:.3f} +- {test['error']:.3f} | " + " | ".join(tested) + " |")
     return lines
 
 
@@ -1553,8 +1615,8 @@ def seed_table_head(milestones, columns):
     return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
 
 
-def seed_row(method, seed, run, cells):
-    return "| " + " | ".join([METHOD_LABELS[method], str(seed), run.get("setup") or "-", steps_cell(run), *cells,
+def seed_row(label, seed, run, cells):
+    return "| " + " | ".join([label, str(seed), run.get("setup") or "-", steps_cell(run), *cells,
                               sittings_cell(run), machine_cell(run)]) + " |"
 
 
@@ -1621,7 +1683,7 @@ def distance_markdown(task, methods, results):
     lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", *policies])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():
-            lines.append(seed_row(method, seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
+            lines.append(seed_row(METHOD_LABELS[method], seed, run, [distance(run["distance_at"].get(str(m))) for m in milestones] + [
                 with_error(run["last_episodes"].get("distance"), run["last_episodes"].get("error")),
                 distance(run.get("farthest")), *(evaluation_cell(run.get(f"{policy}_eval")) for policy in policies)]))
     return lines + ["", *restart_lines(methods)]

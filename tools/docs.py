@@ -35,6 +35,7 @@ BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated --
 RESULTS = os.path.join(ROOT, "docs", "results")
 DOOM_REPORT = "docs/results/doom-k4"
 MARIO_REPORT = "docs/results/mario-study"
+BONUS_REPORT = "docs/results/minigrid/bonuses"  # the bonus comparison (reproduce.py --method ...) on MiniGrid
 DOOM_TASKS = ("doom", "doomSparse", "doomVerySparse")
 DOOM_STARTS = {"doom": "a random one of the 17 spawn spots", "doomSparse": "spawn spot 10 (the paper: ~270 steps "
                "away, on a map it modified)", "doomVerySparse": "spawn spot 15, the farthest (the paper: ~350 steps, "
@@ -152,11 +153,48 @@ def doom_line(task, results):
                                                                        if verdict["verdict"] == "beaten" else "")]
 
 
-def reproduce_paper():
+def reproduce_module():
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import reproduce
 
-    return reproduce.PAPER
+    return reproduce
+
+
+def reproduce_paper():
+    return reproduce_module().PAPER
+
+
+def minigrid_line(task, results):
+    """A MiniGrid task of the bonus comparison: per method its seeds' mean return at the last milestone, the seeds
+    at RIDE's level and when; RIDE's figure beside it; the best method's lead and its test as the verdict."""
+    reproduce = reproduce_module()
+    methods, level, compared = results["tasks"][task], reproduce.RIDE_LEVELS[task], results["compared"].get(task)
+    last = max(results["milestones"] or [reproduce.parse_steps(m) for m in reproduce.task_spec(task)["at"]])
+    cells, setups = [], set()
+    for method, summary in methods.items():
+        returns = summary["return_at"][str(last)]
+        if not summary["runs_finished"] or returns is None:
+            continue
+        setups.update(summary["setups"])
+        at = (f", median {reproduce.steps_or_dash(summary['median_level_from'])}"
+              if summary.get("median_level_from") else "")
+        cells.append(f"{reproduce.method_label(method, task)} {returns['mean']:.2f} ({returns['min']:.2f}-"
+                     f"{returns['max']:.2f}), {summary['runs_at_level']} of {summary['runs_finished']} at the level{at}")
+    seeds = sorted({summary["runs_finished"] for summary in methods.values() if summary["runs_finished"]})
+    paper = "; ".join(f"{reproduce.method_label(method, task)} {frames}" for method, frames in level["frames"].items())
+    if compared:
+        leads = "; ".join(f"over {reproduce.method_label(method, task)} {test['difference']:.2f} +- {test['error']:.2f}"
+                          + (f" (Welch p {p_text(test['p'])})" if test["p"] is not None else " (no spread to test)")
+                          for method, test in compared["others"].items())
+        verdict = f"best: {reproduce.method_label(compared['best'], task)}; its lead {leads}"
+    else:
+        verdict = f"not compared: fewer than two methods with {reproduce.SEEDS_TO_JUDGE} seeds run to the budget"
+    return [f"`{task}`", "a new layout every episode",
+            f"{', '.join(sorted(setups))} envs, {short(last)} steps, {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} a method",
+            f"the mean return (RIDE's measure) of the last 100 episodes at {short(last)}, the seeds' mean (lowest-"
+            f"highest); seeds at RIDE's level ({level['return']:.2f}, within {reproduce.LEVEL_READING}) and the "
+            "median step", "; ".join(cells), f"RIDE's Figure {level['panel']} (IMPALA, 40 actors; frames to the "
+            f"level read off its mean curves): {paper}", verdict]
 
 
 def tested(lead):
@@ -311,15 +349,19 @@ def link(path, page_dir):
 
 def results_table(page_dir):
     """The README's results: a line a task, saying what was compared, the set-up, the measure, and the file."""
-    return study_table(page_dir, DOOM_TASKS + ("mario",))
+    return study_table(page_dir, DOOM_TASKS + ("mario", "minigrid"))
 
 
 def study_table(page_dir, tasks):
     """The results table's lines of the study's `tasks`."""
     doom = load(f"{DOOM_REPORT}/results.json")
-    rows = [doom_line(task, doom) + [link(f"{DOOM_REPORT}/results.md", page_dir)] for task in tasks if task != "mario"]
+    rows = [doom_line(task, doom) + [link(f"{DOOM_REPORT}/results.md", page_dir)] for task in tasks if task in DOOM_TASKS]
     if "mario" in tasks:
         rows.append(mario_line(load(f"{MARIO_REPORT}/results.json")) + [link(f"{MARIO_REPORT}/results.md", page_dir)])
+    if "minigrid" in tasks:
+        bonuses = load(f"{BONUS_REPORT}/results.json")
+        rows += [minigrid_line(task, bonuses) + [link(f"{BONUS_REPORT}/results.md", page_dir)]
+                 for task in bonuses["tasks"]]
     return table(["task", "start", "set-up", "measure", "here", "the paper", "verdict", "file"], rows)
 
 
@@ -661,6 +703,7 @@ GENERATORS = {
     "results": results_table,
     "doom-results": lambda page_dir: study_table(page_dir, DOOM_TASKS),
     "mario-results": lambda page_dir: study_table(page_dir, ("mario",)),
+    "bonus-results": lambda page_dir: study_table(page_dir, ("minigrid",)),
     "random-agents": random_agents,
     "other-results": other_results,
     **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
