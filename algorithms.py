@@ -162,15 +162,25 @@ MINIGRID_BONUS_SETTINGS = {
     # RIDE's impact grows as its embedding spreads: at 0.1 its bonus reached 2 an episode; at 0.03, with a time limit
     # that ends the return as RIDE's code's `done` does, it went to the goal.
     "ride": {"prediction_beta": "0.03", "bootstrap_time_limit": "false"},
+    # The others at the coefficient that pays about what counts at 0.005 pay over the first 250k steps of IMPALA on
+    # MultiRoom-N7-S4 (0.35 an episode, a near-random policy): at 0.1 the ICM paid 4.1 an episode, RND 1.3, E3B 24
+    # (70 by 300k) and NGU's episodic novelty 47 (docs/history/2026-12-04-ride-on-minigrid.md).
+    "action": {"prediction_beta": "0.01"},
+    "rnd": {"prediction_beta": "0.03"},
+    "e3b": {"prediction_beta": "0.001"},
+    "ngu": {"prediction_beta": "0.001"},
 }
 
 
+PRESET_BONUS_NAMES = {"action": "icm"}  # a preset names the ICM as the docs do, not by its --unsup spelling
+
+
 def minigrid_bonus_presets(presets, family_preset):
-    """Adds `<family_preset>_<bonus>` to `presets` for each of MINIGRID_BONUS_SETTINGS; returns the row's `presets`
-    keys for them, {"minigrid/<bonus>": name}."""
+    """Adds `<family_preset>_<bonus>` to `presets` for each --unsup value of MINIGRID_BONUS_SETTINGS (the ICM's
+    `_icm`); returns the row's `presets` keys for them, {"minigrid/<--unsup value>": name}."""
     keys = {}
     for bonus, settings in MINIGRID_BONUS_SETTINGS.items():
-        keys[f"minigrid/{bonus}"] = name = f"{family_preset}_{bonus}"
+        keys[f"minigrid/{bonus}"] = name = f"{family_preset}_{PRESET_BONUS_NAMES.get(bonus, bonus)}"
         presets[name] = {**presets[family_preset], **settings}
     return keys
 
