@@ -39,7 +39,10 @@ Then the report, into --report-dir (default <out>/report), per task:
                         tables give the farthest distance an episode reached instead of the success rate (the
                         mean over the last 100 episodes at --at steps, the farthest of any episode, the means of
                         the greedy evaluations and of as many episodes sampling the policy as in training, where
-                        greedy play may stand still), beside the paper's 711
+                        greedy play may stand still), beside the paper's 711. MiniGrid's tables add the mean
+                        return and the cells an episode stepped into at --at steps, the step each seed reached
+                        RIDE's level (RIDE_LEVELS) beside its figure's, and the method with the highest mean return
+                        at the last of them against each other one with 3 seeds (Welch's t-test)
   figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
                         marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
