@@ -163,10 +163,11 @@ MINIGRID_BONUS_SETTINGS = {
     # that ends the return as RIDE's code's `done` does, it went to the goal.
     "ride": {"prediction_beta": "0.03", "bootstrap_time_limit": "false"},
     # The others at the coefficient that pays about what counts at 0.005 pay over the first 250k steps of IMPALA on
-    # MultiRoom-N7-S4 (0.35 an episode, a near-random policy): at 0.1 the ICM paid 4.1 an episode, RND 1.3, E3B 24
-    # (70 by 300k) and NGU's episodic novelty 47 (docs/history/2026-12-04-ride-on-minigrid.md).
+    # MultiRoom-N7-S4 (0.35 an episode against a goal weighed 1, a near-random policy): at 0.1 the ICM paid 4.1 an
+    # episode, E3B 24 (70 by 300k) and NGU's episodic novelty 47; RND, whose weight is int_coef against ext_coef's 2
+    # (prediction_beta does not apply to it), paid 1.3 before int_coef (docs/history/2026-12-04-ride-on-minigrid.md).
     "action": {"prediction_beta": "0.01"},
-    "rnd": {"prediction_beta": "0.03"},
+    "rnd": {"int_coef": "0.5"},
     "e3b": {"prediction_beta": "0.001"},
     "ngu": {"prediction_beta": "0.001"},
 }

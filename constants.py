@@ -79,7 +79,7 @@ class SharedConfig:
     instead of 3 of 3 (docs/history/2026-11-24-hyperparameters.md)""")
     prediction_beta: float = _param(0.01, """
     curiosity bonus = prediction_beta x the forward model's loss at that step (0.5 is the original's hint
-    for --unsup state)""")
+    for --unsup state); every bonus's weight but RND's, which int_coef weighs""")
     prediction_lr_scale: float = _param(10.0, """
     the curiosity predictor's loss is multiplied by this, so it learns faster than the policy (30-50 is the
     original's hint for --unsup state)""")
@@ -321,6 +321,8 @@ def config_from_overrides(overrides, preset="paper"):
 CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreement", "e3b", "ride", "ngu", "ngu_rnd",
                      "counts")
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
+# bonuses weighed by int_coef, whose scaler never reads prediction_beta (curiosity.ReturnScaler): RND's
+INT_COEF_BONUSES = ("rnd",)
 HEADS = ("universe", "nips", "nature", "doom", "minigrid", "mlp")
 # Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
 # actions, as Mnih et al. (2015) began theirs with up to 30 no-ops (not every game here has a no-op): a greedy policy

@@ -415,6 +415,9 @@ def check_overrides(args, family):
         if not algorithms.reads(args.algo, name):
             raise constants.ConfigError(f"--set {name}: {algorithms.owner(name)}'s own hyper-parameter, which --algo "
                                         f"{args.algo} does not read; leave it out")
+        if name == "prediction_beta" and args.unsup in constants.INT_COEF_BONUSES:
+            raise constants.ConfigError(f"--set prediction_beta: --unsup {args.unsup} does not read it (its bonus is "
+                                        "weighed by int_coef against ext_coef); set int_coef instead")
     presets = sorted({constants.resolve_preset(args.preset, kind, family, args.unsup, args.algo)
                       for kind in ("vector", "image")})
     errors = []

@@ -258,6 +258,16 @@ def test_bad_cluster_flags_get_one_line(tmp_path, flags, fragment):
     assert_one_line_error(run_train(*flags, "--dry-run", "--log-dir", str(tmp_path / "r")), fragment)
 
 
+def test_a_weight_that_rnd_does_not_read_is_refused_not_ignored(tmp_path):
+    """RND's bonus is weighed by int_coef: a comparison that set prediction_beta for every bonus would have left
+    RND's weight as it was while saying otherwise."""
+    flags = ["--env-id", "CartPole-v1", "--num-workers", "2", "--dry-run", "--log-dir", str(tmp_path / "r")]
+    assert_one_line_error(run_train("--unsup", "rnd", "--set", "prediction_beta=0.03", *flags),
+                          "--set prediction_beta: --unsup rnd does not read it")
+    assert run_train("--unsup", "rnd", "--set", "int_coef=0.5", *flags).returncode == 0
+    assert run_train("--unsup", "action", "--set", "prediction_beta=0.03", *flags).returncode == 0
+
+
 def test_another_algorithms_own_hyper_parameter_is_refused_not_ignored(tmp_path):
     """SAC reads no action_repeat: a comparison that set it on every method would have held SAC's actions for one
     step while saying two."""
