@@ -175,6 +175,29 @@ def test_a_figure_changed_in_its_results_file_makes_its_page_stale(tmp_path, mon
     assert {"README.md", "docs/mario-study.md"} <= stale, stale
 
 
+def test_a_minigrid_line_names_the_best_method_its_seeds_at_rides_level_and_its_tested_lead():
+    """The README's line of a MiniGrid task of the bonus comparison, from a report's numbers: counts, the highest
+    return, 3 of 3 seeds at RIDE's level by a median 6.2M, its lead over RIDE with Welch's p; an unfinished method
+    (E3B, no seed at the budget) is left out."""
+    def method(mean, low, high, at_level, finished=3, median=None):
+        returns = {"mean": mean, "min": low, "max": high} if finished else None
+        return {"return_at": {"10000000": returns}, "runs_finished": finished, "runs_at_level": at_level,
+                "median_level_from": median, "setups": ["IMPALA 2 x 16"]}
+
+    task = "MiniGrid-MultiRoom-N7-S4-v0"
+    results = {"milestones": None, "tasks": {task: {
+        "counts": method(0.775, 0.77, 0.78, 3, median=6_200_000), "ride": method(0.7, 0.6, 0.78, 1, median=7e6),
+        "e3b": method(0, 0, 0, 0, finished=0)}},
+        "compared": {task: {"best": "counts", "step": 10_000_000, "mean": 0.775, "others": {
+            "ride": {"difference": 0.075, "error": 0.05, "t": 1.5, "p": 0.2, "seeds": [3, 3]}}}}}
+    row = generator.minigrid_line(task, results)
+    assert row[2] == "IMPALA 2 x 16 envs, 10M steps, 3 seeds a method", row
+    assert row[4] == ("counts 0.78 (0.77-0.78), 3 of 3 at the level, median 6.2M; RIDE 0.70 (0.60-0.78), 1 of 3 at the "
+                      "level, median 7M"), row[4]
+    assert row[6] == ("counts, the highest return: 3 of 3 seeds at RIDE's level by 6.2M (median), its curve in the "
+                      "figure about 5.5M; its lead over RIDE 0.07 +- 0.05 (Welch p 0.200)"), row[6]
+
+
 def flag_reference_text():
     text = open(os.path.join(ROOT, "docs", "configuration.md")).read()
     return text.split("## The launcher's flags", 1)[1].split("\n## ", 1)[0]

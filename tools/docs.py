@@ -182,13 +182,21 @@ def minigrid_line(task, results):
                      f"{returns['max']:.2f}), {summary['runs_at_level']} of {summary['runs_finished']} at the level{at}")
     seeds = sorted({summary["runs_finished"] for summary in methods.values() if summary["runs_finished"]})
     paper = "; ".join(f"{reproduce.method_label(method, task)} {frames}" for method, frames in level["frames"].items())
+    finished = {method: summary for method, summary in methods.items() if summary["return_at"][str(last)]
+                and summary["runs_finished"]}
+    best = compared["best"] if compared else max(finished, key=lambda m: finished[m]["return_at"][str(last)]["mean"])
+    summary, label = methods[best], reproduce.method_label(best, task)
+    verdict = (f"{label}, the highest return: {summary['runs_at_level']} of {summary['runs_finished']} seeds at RIDE's "
+               f"level" + (f" by {reproduce.steps_or_dash(summary['median_level_from'])} (median)"
+                           if summary.get("median_level_from") else "")
+               + f", its curve in the figure {level['frames'].get(best, 'not drawn')}; ")
     if compared:
-        leads = "; ".join(f"over {reproduce.method_label(method, task)} {test['difference']:.2f} +- {test['error']:.2f}"
-                          + (f" (Welch p {p_text(test['p'])})" if test["p"] is not None else " (no spread to test)")
-                          for method, test in compared["others"].items())
-        verdict = f"best: {reproduce.method_label(compared['best'], task)}; its lead {leads}"
+        verdict += "its lead " + "; ".join(
+            f"over {reproduce.method_label(method, task)} {test['difference']:.2f} +- {test['error']:.2f}"
+            + (f" (Welch p {p_text(test['p'])})" if test["p"] is not None else " (no spread to test)")
+            for method, test in compared["others"].items())
     else:
-        verdict = f"not compared: fewer than two methods with {reproduce.SEEDS_TO_JUDGE} seeds run to the budget"
+        verdict += f"not tested: fewer than two methods with {reproduce.SEEDS_TO_JUDGE} seeds run to the budget"
     return [f"`{task}`", "a new layout every episode",
             f"{', '.join(sorted(setups))} envs, {short(last)} steps, {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} a method",
             f"the mean return (RIDE's measure) of the last 100 episodes at {short(last)}, the seeds' mean (lowest-"
