@@ -184,9 +184,12 @@ def minigrid_line(task, results):
     paper = "; ".join(f"{reproduce.method_label(method, task)} {frames}" for method, frames in level["frames"].items())
     finished = {method: summary for method, summary in methods.items() if summary["return_at"][str(last)]
                 and summary["runs_finished"]}
-    best = compared["best"] if compared else max(finished, key=lambda m: finished[m]["return_at"][str(last)]["mean"])
+    # untested, the method with the most seeds run and of those the highest return: one seed does not outrank three
+    best = compared["best"] if compared else max(finished, key=lambda m: (
+        finished[m]["runs_finished"], finished[m]["return_at"][str(last)]["mean"]))
     summary, label = methods[best], reproduce.method_label(best, task)
-    verdict = (f"{label}, the highest return: {summary['runs_at_level']} of {summary['runs_finished']} seeds at RIDE's "
+    verdict = (f"{label}, the highest return" + ("" if compared else " of the methods with the most seeds run")
+               + f": {summary['runs_at_level']} of {summary['runs_finished']} seeds at RIDE's "
                f"level" + (f" by {reproduce.steps_or_dash(summary['median_level_from'])} (median)"
                            if summary.get("median_level_from") else "")
                + f", its curve in the figure {level['frames'].get(best, 'not drawn')}; ")
@@ -198,7 +201,7 @@ def minigrid_line(task, results):
     else:
         verdict += f"not tested: fewer than two methods with {reproduce.SEEDS_TO_JUDGE} seeds run to the budget"
     return [f"`{task}`", "a new layout every episode",
-            f"{', '.join(sorted(setups))} envs, {short(last)} steps, {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} a method",
+            f"{', '.join(sorted(setups))} envs, {short(last)} steps, {span(seeds, '{}')} seed{'s' if seeds != [1] else ''} a method",
             f"the mean return (RIDE's measure) of the last 100 episodes at {short(last)}, the seeds' mean (lowest-"
             f"highest); seeds at RIDE's level ({level['return']:.2f}, within {reproduce.LEVEL_READING}) and the "
             "median step", "; ".join(cells), f"RIDE's Figure {level['panel']} (IMPALA, 40 actors; frames to the "
