@@ -374,7 +374,7 @@ RUN_FLAGS = (
             kind="switch", recorded=True),
     RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
     RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario, doom for "
-            "ViZDoom, atari for Atari, minigrid for MiniGrid (minigrid_counts, minigrid_ride with those bonuses), "
+            "ViZDoom, atari for Atari, minigrid for MiniGrid (minigrid_<bonus> for a bonus with its own), "
             "classic for vector observations (classic_curiosity with a bonus), paper otherwise; with --algo dqn or "
             "sac: dqn_classic (dqn_classic_curiosity with a bonus) or sac_classic for vectors, dqn or sac for images",
             default="auto", choices=PRESET_CHOICES),

@@ -176,8 +176,8 @@ def test_auto_gives_each_bonus_on_minigrid_its_own_settings():
             assert (config.prediction_beta, config.bootstrap_time_limit) == (beta, bootstrap)
         rnd = constants.resolve_preset("auto", "image", "minigrid", "rnd", algo)
         assert rnd == f"{family_preset}_rnd"
-        assert (constants.config_from_overrides([], rnd).int_coef, constants.config_from_overrides([], rnd).ext_coef) == (
-            0.5, 2.0)
+        config = constants.config_from_overrides([], rnd)
+        assert (config.int_coef, config.ext_coef) == (0.5, 2.0)
         for unsup in ("disagreement", "none"):
             preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
             assert preset == family_preset and constants.config_from_overrides([], preset).prediction_beta == 0.1

@@ -169,21 +169,20 @@ def minigrid_line(task, results):
     at RIDE's level and when; RIDE's figure beside it; the best method's lead and its test as the verdict."""
     reproduce = reproduce_module()
     methods, level, compared = results["tasks"][task], reproduce.RIDE_LEVELS[task], results["compared"].get(task)
-    last = max(results["milestones"] or [reproduce.parse_steps(m) for m in reproduce.task_spec(task)["at"]])
-    cells, setups = [], set()
-    for method, summary in methods.items():
+    last = max(reproduce.task_milestones(task, results["milestones"]))  # the step summarise compared at
+    # the methods with a seed run to its budget and a return at `last`: the line's methods
+    finished = {method: summary for method, summary in methods.items() if summary["return_at"][str(last)]
+                and summary["runs_finished"]}
+    cells = []
+    for method, summary in finished.items():
         returns = summary["return_at"][str(last)]
-        if not summary["runs_finished"] or returns is None:
-            continue
-        setups.update(summary["setups"])
         at = (f", median {reproduce.steps_or_dash(summary['median_level_from'])}"
               if summary.get("median_level_from") else "")
         cells.append(f"{reproduce.method_label(method, task)} {returns['mean']:.2f} ({returns['min']:.2f}-"
                      f"{returns['max']:.2f}), {summary['runs_at_level']} of {summary['runs_finished']} at the level{at}")
-    seeds = sorted({summary["runs_finished"] for summary in methods.values() if summary["runs_finished"]})
+    setups = {setup for summary in finished.values() for setup in summary["setups"]}
+    seeds = sorted({summary["runs_finished"] for summary in finished.values()})
     paper = "; ".join(f"{reproduce.method_label(method, task)} {frames}" for method, frames in level["frames"].items())
-    finished = {method: summary for method, summary in methods.items() if summary["return_at"][str(last)]
-                and summary["runs_finished"]}
     # untested, the method with the most seeds run and of those the highest return: one seed does not outrank three
     best = compared["best"] if compared else max(finished, key=lambda m: (
         finished[m]["runs_finished"], finished[m]["return_at"][str(last)]["mean"]))
@@ -365,8 +364,9 @@ def results_table(page_dir):
 
 def study_table(page_dir, tasks):
     """The results table's lines of the study's `tasks`."""
-    doom = load(f"{DOOM_REPORT}/results.json")
-    rows = [doom_line(task, doom) + [link(f"{DOOM_REPORT}/results.md", page_dir)] for task in tasks if task in DOOM_TASKS]
+    doom_tasks = [task for task in tasks if task in DOOM_TASKS]
+    doom = load(f"{DOOM_REPORT}/results.json") if doom_tasks else None
+    rows = [doom_line(task, doom) + [link(f"{DOOM_REPORT}/results.md", page_dir)] for task in doom_tasks]
     if "mario" in tasks:
         rows.append(mario_line(load(f"{MARIO_REPORT}/results.json")) + [link(f"{MARIO_REPORT}/results.md", page_dir)])
     if "minigrid" in tasks:
