@@ -14,6 +14,7 @@ import tensorflow as tf
 
 import envs
 import model
+from minigrid.minigrid_env import MiniGridEnv
 
 tf1 = tf.compat.v1
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +38,7 @@ def test_the_view_is_the_packages_codes_and_the_episode_reports_success_and_the_
     env = envs.create_env("MiniGrid-Empty-5x5-v0", seed=0)
     observation, info = env.reset()
     assert env.observation_space.shape == (7, 7, 3) and observation.dtype == np.float32
-    np.testing.assert_array_equal(observation, env.unwrapped.gen_obs()["image"])
+    np.testing.assert_array_equal(observation, MiniGridEnv.gen_obs(env.unwrapped)["image"])
     assert (info["position_x"], info["position_y"]) == (1, 1)
     record = envs.GameRecord()  # coverage: the distinct cells stepped into
     for step, action in enumerate((FORWARD, FORWARD, RIGHT, FORWARD), 1):
@@ -54,6 +55,33 @@ def test_the_view_is_the_packages_codes_and_the_episode_reports_success_and_the_
         _, _, terminated, truncated, info = env.step(LEFT)
     assert truncated and not terminated and info["success"] is False
     assert envs.evaluation_random_start("MiniGrid-Empty-5x5-v0", env.observation_space) == 0  # layouts are drawn
+
+
+@pytest.mark.parametrize("env_id, actions, walls_hide", [("MiniGrid-MultiRoom-N7-S4-v0", 7, True),
+                                                          ("MiniGrid-ObstructedMaze-2Dlh-v0", 7, True),
+                                                          ("MiniGrid-Dynamic-Obstacles-8x8-v0", 3, False)])
+def test_the_view_from_the_grids_arrays_is_minigrids_own_through_play_that_changes_the_grid(env_id, actions,
+                                                                                           walls_hide):
+    """envs.MiniGridCodes answers gen_obs from arrays: the same codes as minigrid's gen_obs in every state of random
+    play facing every way while the grid changes: doors opened (MultiRoom), keys and balls picked up, carried and
+    dropped, boxes broken (ObstructedMaze), obstacles that move by themselves (Dynamic-Obstacles); walls hiding what
+    is behind them."""
+    env = envs.create_env(env_id, seed=0)
+    rng = np.random.default_rng(0)
+    steps, changed, headings, hidden = 0, 0, set(), 0
+    for episode in range(3):
+        observation, _ = env.reset(seed=episode)
+        terminated = truncated = False
+        while not (terminated or truncated) and steps < 1500 * (episode + 1):
+            own = MiniGridEnv.gen_obs(env.unwrapped)["image"]
+            np.testing.assert_array_equal(observation, own, err_msg=f"{env_id}, step {steps}")
+            headings.add(env.unwrapped.agent_dir)
+            hidden += bool((own[..., 0] == 0).any())  # OBJECT_TO_IDX["unseen"]
+            grid = env.unwrapped.grid.encode()
+            observation, _, terminated, truncated, _ = env.step(int(rng.integers(actions)))
+            changed += not np.array_equal(grid, env.unwrapped.grid.encode())
+            steps += 1
+    assert headings == {0, 1, 2, 3} and (hidden > 0) == walls_hide and changed >= 3  # one open room hides nothing
 
 
 def fully_observed(env):
