@@ -195,7 +195,7 @@ def test_a_minigrid_line_names_the_best_method_its_seeds_at_rides_level_and_its_
     assert row[4] == ("counts 0.78 (0.77-0.78), 3 of 3 at the level, median 6.2M; RIDE 0.70 (0.60-0.78), 1 of 3 at the "
                       "level, median 7M"), row[4]
     assert row[6] == ("counts, the highest return: 3 of 3 seeds at RIDE's level by 6.2M (median), its curve in the "
-                      "figure about 5.5M; its lead over RIDE 0.07 +- 0.05 (Welch p 0.200)"), row[6]
+                      "figure about 5.5M; its lead over RIDE 0.075 +- 0.050 (Welch p 0.200)"), row[6]
 
 
 def flag_reference_text():

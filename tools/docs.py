@@ -194,7 +194,7 @@ def minigrid_line(task, results):
                + f", its curve in the figure {level['frames'].get(best, 'not drawn')}; ")
     if compared:
         verdict += "its lead " + "; ".join(
-            f"over {reproduce.method_label(method, task)} {test['difference']:.2f} +- {test['error']:.2f}"
+            f"over {reproduce.method_label(method, task)} {test['difference']:.3f} +- {test['error']:.3f}"
             + (f" (Welch p {p_text(test['p'])})" if test["p"] is not None else " (no spread to test)")
             for method, test in compared["others"].items())
     else:
