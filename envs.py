@@ -199,7 +199,7 @@ class MiniGridCodes:
 
     def __init__(self, env):
         self.env = env
-        self.cells = None  # the grid's list of objects the arrays were built from
+        self.cells = None  # the grid's list of objects the arrays were built from (None != any list)
         self.codes = self.opaque = None  # [W + 2 pad, H + 2 pad, 3] uint8, [W + 2 pad, H + 2 pad] bool
 
     def _rebuild(self, grid, pad):
@@ -215,8 +215,7 @@ class MiniGridCodes:
         self.opaque[x, y] = cell is not None and not cell.see_behind()
 
     def _sync(self, grid, pad):
-        if self.cells is None or len(self.cells) != len(grid.grid) or self.cells != grid.grid \
-                or self.codes.shape[0] != grid.width + 2 * pad:
+        if self.cells != grid.grid or self.codes.shape[0] != grid.width + 2 * pad:  # an object replaced, a new grid
             self._rebuild(grid, pad)
             return
         x, y = self.env.front_pos
