@@ -91,7 +91,7 @@ class SharedConfig:
     code weighs its forward loss 10 and its inverse loss 0.1""")
     count_full_state: bool = _param(True, """
     --unsup ride and counts: count a state under the environment's key of its whole state where it reports one
-    (MiniGrid's fully observed grid: the agent's cell and heading, the doors' and objects' codes), as RIDE's code
+    (MiniGrid's fully observed grid: the agent's cell and heading, a digest of the whole grid's codes), as RIDE's code
     counts under minigrid's FullyObsWrapper; off: under the observation the agent sees. The key enters the count
     only, never the policy's input""")
     two_streams: bool = _param(False, """

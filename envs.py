@@ -18,6 +18,7 @@ family is used. This module must not import TensorFlow: the launcher uses it to 
 """
 import contextlib
 import functools
+import hashlib
 import importlib
 import importlib.util
 import io
@@ -122,19 +123,14 @@ def _register_minigrid():
                          kwargs={"minNumRooms": rooms, "maxNumRooms": rooms, "maxRoomSize": side})
 
 
-# Objects that no action changes: the rest (doors, keys, balls, boxes) change only by the agent's pickup, drop and
-# toggle, each acting on the cell in front of it
-MINIGRID_STATIC = frozenset({"wall", "floor", "goal", "lava"})
-MINIGRID_CHANGING_ACTIONS = frozenset({3, 4, 5})  # minigrid.core.actions.Actions: pickup, drop, toggle
-
-
 class MiniGridView(gym.Wrapper):
     """The agent's view (7x7 cells ahead of it) in MiniGrid's compact encoding: each cell's object, colour and state
     codes (minigrid.core.constants), as float32 [7, 7, 3]; the mission's text dropped (these tasks have one). `info`
     holds the agent's cell (position_x / position_y, and `cell`, for coverage and visitation maps), `state_key`: a
     key of the whole state, equal for two states exactly when their fully observed grids (minigrid's
-    FullyObsWrapper: the grid's codes with the agent's) are, what RIDE's code counts its states under, and, at the
-    end, `success`: whether it ended at the goal (MiniGrid ends an episode early, with a reward, only there).
+    FullyObsWrapper: the grid's codes with the agent's) are, across episodes and layouts too, what RIDE's code counts
+    its states under, and, at the end, `success`: whether it ended at the goal (MiniGrid ends an episode early, with a
+    reward, only there).
 
     The view is computed from arrays of the grid's codes (MiniGridCodes), not by minigrid's gen_obs, which builds a
     Grid of objects per step and cost about 80% of an environment step; the two agree exactly (a test plays both)."""
@@ -143,7 +139,6 @@ class MiniGridView(gym.Wrapper):
         super().__init__(env)
         image = env.observation_space["image"]
         self.observation_space = spaces.Box(0.0, float(image.high.max()), image.shape, np.float32)
-        self.changing = {}  # {cell's index in the grid: its object's codes} for the objects an action can change
         self.codes = MiniGridCodes(env.unwrapped)
         # minigrid's step and reset end in gen_obs; this instance's answers from the arrays (an instance attribute
         # shadows the class's method: the environments are many classes, each with its own gen_obs caller)
@@ -151,36 +146,14 @@ class MiniGridView(gym.Wrapper):
 
     def _view(self, observation, info):
         x, y = self.env.unwrapped.agent_pos
-        info.update(position_x=int(x), position_y=int(y), cell=(int(x), int(y)), state_key=self.state_key())
+        info.update(position_x=int(x), position_y=int(y), cell=(int(x), int(y)), state_key=self.codes.state_key())
         return np.asarray(observation["image"], np.float32), info
 
-    def _note(self, index, cell):
-        if cell is None or cell.type in MINIGRID_STATIC:
-            self.changing.pop(index, None)
-        else:
-            self.changing[index] = tuple(int(code) for code in cell.encode())
-
-    def state_key(self):
-        """The agent's cell and heading and the codes of the grid's changeable objects, kept up to date cell by cell:
-        encoding the whole grid each step (minigrid's Grid.encode) costs about three of its steps."""
-        unwrapped = self.env.unwrapped
-        x, y = unwrapped.agent_pos
-        return (int(x), int(y), int(unwrapped.agent_dir), *sorted(self.changing.items()))
-
     def reset(self, **kwargs):
-        observation, info = self.env.reset(**kwargs)
-        self.changing = {}
-        for index, cell in enumerate(self.env.unwrapped.grid.grid):
-            self._note(index, cell)
-        return self._view(observation, info)
+        return self._view(*self.env.reset(**kwargs))
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        if int(action) in MINIGRID_CHANGING_ACTIONS:
-            unwrapped = self.env.unwrapped
-            x, y = unwrapped.front_pos
-            if 0 <= x < unwrapped.grid.width and 0 <= y < unwrapped.grid.height:
-                self._note(int(y) * unwrapped.grid.width + int(x), unwrapped.grid.get(int(x), int(y)))
         if terminated or truncated:
             info["success"] = bool(terminated and reward > 0)
         observation, info = self._view(observation, info)
@@ -195,15 +168,16 @@ class MiniGridCodes:
     """minigrid's gen_obs (MiniGridEnv.gen_obs_grid, then Grid.encode with the visibility mask) on arrays: the
     grid's codes and which cells hide what is behind them, padded with walls by the view's size, kept in step with
     the grid's objects (rebuilt when any cell holds another object; the cell ahead re-read every step, where
-    pickup, drop and toggle act)."""
+    pickup, drop and toggle act), so that they are the whole grid's codes, minigrid's Grid.encode, at every step."""
 
     def __init__(self, env):
         self.env = env
         self.cells = None  # the grid's list of objects the arrays were built from (None != any list)
         self.codes = self.opaque = None  # [W + 2 pad, H + 2 pad, 3] uint8, [W + 2 pad, H + 2 pad] bool
+        self.pad = 0
 
     def _rebuild(self, grid, pad):
-        self.cells = list(grid.grid)
+        self.cells, self.pad = list(grid.grid), pad
         self.codes = np.empty((grid.width + 2 * pad, grid.height + 2 * pad, 3), np.uint8)
         self.codes[...] = MINIGRID_OUTSIDE
         self.opaque = np.ones(self.codes.shape[:2], bool)
@@ -238,6 +212,16 @@ class MiniGridCodes:
         codes[agent] = env.carrying.encode() if env.carrying else MINIGRID_EMPTY
         codes[~visible] = 0  # OBJECT_TO_IDX["unseen"]
         return {"image": codes, "direction": env.agent_dir, "mission": env.mission}
+
+    def state_key(self):
+        """The agent's cell and heading and a digest of the whole grid's codes (as of the last observation): equal
+        when the fully observed grids are, and else but by a collision of a 128-bit hash. A 16-byte digest, not the
+        codes themselves: the counts keep a key per state seen over a run, millions of them, where the codes take 3
+        bytes a cell (1,875 on N7-S4's grid)."""
+        x, y = self.env.agent_pos
+        grid = self.codes[self.pad:self.codes.shape[0] - self.pad, self.pad:self.codes.shape[1] - self.pad]
+        digest = hashlib.blake2b(grid.tobytes(), digest_size=16).digest()
+        return int(x), int(y), int(self.env.agent_dir), digest
 
 
 @functools.lru_cache(maxsize=None)

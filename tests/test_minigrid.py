@@ -94,25 +94,30 @@ def fully_observed(env):
     return grid.tobytes()
 
 
-@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0"])
-def test_the_state_key_tells_states_apart_exactly_as_the_fully_observed_grid_does(env_id):
-    """RIDE's code counts a state under its fully observed grid: the key kept cell by cell names the same states,
-    through random play that picks up, drops and toggles (doors opened, boxes broken)."""
+@pytest.mark.parametrize("env_id, play_changes_the_grid", [
+    ("MiniGrid-KeyCorridorS3R3-v0", True), ("MiniGrid-ObstructedMaze-2Dlh-v0", True),
+    ("MiniGrid-LavaCrossingS9N1-v0", False), ("MiniGrid-Dynamic-Obstacles-5x5-v0", True)])
+def test_the_state_key_tells_states_apart_exactly_as_the_fully_observed_grid_does(env_id, play_changes_the_grid):
+    """RIDE's code counts a state under its fully observed grid, over a run's episodes: the key names the same
+    states, through random play that picks up, drops and toggles (doors opened, boxes broken), in layouts whose
+    walls and lava differ from episode to episode (LavaCrossing), and where balls move by themselves
+    (Dynamic-Obstacles)."""
     env = envs.create_env(env_id, seed=0)
     rng = np.random.default_rng(0)
-    changed = 0
-    for episode in range(2):
+    keys, grids, layouts, changed = {}, {}, set(), 0
+    for episode in range(3):
         _, info = env.reset(seed=episode)
-        keys, grids = {info["state_key"]: fully_observed(env)}, {fully_observed(env): info["state_key"]}
+        keys.setdefault(info["state_key"], fully_observed(env))
+        grids.setdefault(fully_observed(env), info["state_key"])
         terminated = truncated = False
         while not (terminated or truncated):
             before = env.unwrapped.grid.encode()
-            action = int(rng.integers(7))
-            _, _, terminated, truncated, info = env.step(action)
+            _, _, terminated, truncated, info = env.step(int(rng.integers(7)))
             changed += not np.array_equal(before, env.unwrapped.grid.encode())
+            layouts.add(before.tobytes())
             key, grid = info["state_key"], fully_observed(env)
             assert keys.setdefault(key, grid) == grid and grids.setdefault(grid, key) == key
-    assert changed >= 3  # the play did change the grid's objects
+    assert len(layouts) >= 3 and (changed >= 3) == play_changes_the_grid  # new layouts; objects moved or toggled
 
 
 def test_the_minigrid_head_takes_each_code_one_hot_frame_by_frame():
