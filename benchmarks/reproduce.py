@@ -42,7 +42,8 @@ Then the report, into --report-dir (default <out>/report), per task:
                         greedy play may stand still), beside the paper's 711. MiniGrid's tables add the mean
                         return and the cells an episode stepped into at --at steps, the step each seed reached
                         RIDE's level (RIDE_LEVELS) beside its figure's, and the method with the highest mean return
-                        at the last of them against each other one with 3 seeds (Welch's t-test)
+                        at the last of them against each other one with 3 seeds (Welch's t-test, its p also
+                        adjusted by Holm's method for the number of methods tested against)
   figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
                         marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
@@ -824,8 +825,24 @@ def against_best(methods, step):
     if len(judged) < 2:
         return None
     best = max(judged, key=lambda method: np.mean(judged[method]))
-    return {"step": step, "best": best, "mean": float(np.mean(judged[best])),
-            "others": {method: welch(judged[best], values) for method, values in judged.items() if method != best}}
+    others = {method: welch(judged[best], values) for method, values in judged.items() if method != best}
+    tested = [method for method, test in others.items() if test["p"] is not None]
+    for method, adjusted in zip(tested, holm([others[method]["p"] for method in tested])):
+        others[method]["p_holm"] = adjusted
+    return {"step": step, "best": best, "mean": float(np.mean(judged[best])), "others": others}
+
+
+def holm(p_values):
+    """Holm's step-down adjustment of a family of p-values (Holm 1979), in their order: the i-th smallest times the
+    m - i + 1 not yet rejected, never below the one before it, at most 1. A best method tested against each of the
+    others makes m tests, and one of them clears 5% by chance more often than one test does. Written out: scipy
+    adjusts only for the false discovery rate (false_discovery_control), and statsmodels is not a dependency."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    adjusted, running = [None] * len(p_values), 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def lead_line(lead):
@@ -1570,11 +1587,12 @@ def compared_lines(task, compared, window):
                  f"{method_label(compared['best'], task)} had the highest mean return at {short(compared['step'])} "
                  f"({compared['mean']:.3f}: the mean over seeds of each seed's mean over its last {window} episodes). "
                  "Its lead over each other one: the difference of the seeds' means +- its standard error, and "
-                 "Welch's t-test.",
-             "", "| against | seeds | lead | t | p |", "|---|---|---|---|---|"]
+                 "Welch's t-test; p adjusted by Holm's method for the number of methods it is tested against (the "
+                 "best is chosen by the same seeds, which favours a lead further).",
+             "", "| against | seeds | lead | t | p | p, Holm's |", "|---|---|---|---|---|---|"]
     for method, test in sorted(compared["others"].items(), key=lambda item: -item[1]["difference"]):
-        tested = ([f"{test['t']:.2f}", f"{test['p']:.3f}"] if test["p"] is not None
-                  else ["-", "the seeds do not vary: no test"])
+        tested = ([f"{test['t']:.2f}", f"{test['p']:.3f}", f"{test['p_holm']:.3f}"] if test["p"] is not None
+                  else ["-", "the seeds do not vary: no test", "-"])
         lines.append(f"| {method_label(method, task)} | {test['seeds'][0]} + {test['seeds'][1]} | "
                      f"{test['difference']:.3f} +- {test['error']:.3f} | " + " | ".join(tested) + " |")
     return lines

@@ -178,7 +178,7 @@ def test_a_figure_changed_in_its_results_file_makes_its_page_stale(tmp_path, mon
 def test_a_minigrid_line_names_the_best_method_its_seeds_at_rides_level_and_its_tested_lead():
     """The README's line of a MiniGrid task of the bonus comparison, from a report's numbers: counts, the highest
     return, 3 of 3 seeds at RIDE's level by a median 6.2M, its lead over RIDE with Welch's p; an unfinished method
-    (E3B, no seed at the budget) is left out."""
+    (E3B, no seed at the budget) is left out; against two methods each p is given adjusted by Holm's too."""
     def method(mean, low, high, at_level, finished=3, median=None):
         returns = {"mean": mean, "min": low, "max": high} if finished else None
         return {"return_at": {"10000000": returns}, "runs_finished": finished, "runs_at_level": at_level,
@@ -196,6 +196,14 @@ def test_a_minigrid_line_names_the_best_method_its_seeds_at_rides_level_and_its_
                       "level, median 7M"), row[4]
     assert row[6] == ("counts, the highest return: 3 of 3 seeds at RIDE's level by 6.2M (median), its curve in the "
                       "figure about 5.5M; its lead over RIDE 0.075 +- 0.050 (Welch p 0.200)"), row[6]
+    # against two methods, each p also adjusted for the two tests (Holm's)
+    results["tasks"][task]["icm"] = method(0.1, 0.0, 0.2, 0)
+    results["compared"][task]["others"]["icm"] = {"difference": 0.675, "error": 0.1, "t": 6.7, "p": 0.0004,
+                                                  "p_holm": 0.0008, "seeds": [3, 3]}
+    results["compared"][task]["others"]["ride"]["p_holm"] = 0.2
+    assert generator.minigrid_line(task, results)[6].endswith(
+        "its lead over RIDE 0.075 +- 0.050 (Welch p 0.200, Holm's 0.200); over ICM 0.675 +- 0.100 (Welch p < 0.001, "
+        "Holm's < 0.001)"), generator.minigrid_line(task, results)[6]
 
 
 def flag_reference_text():

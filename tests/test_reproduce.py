@@ -236,28 +236,40 @@ def test_a_minigrid_task_reports_the_step_its_seeds_reached_rides_level(tmp_path
 
 
 def test_a_minigrid_task_compares_the_best_methods_return_with_each_others_by_welchs_test(tmp_path):
-    """Counts' seeds return 0.6, 0.7, 0.8 over their last 100 episodes at 2M, RIDE's 0.5, 0.55, 0.6: counts is the
-    best, its lead over RIDE Welch's t-test written out; the ICM's two seeds are fewer than the judging needs."""
+    """Counts' seeds return 0.6, 0.7, 0.8 over their last 100 episodes at 2M, RIDE's 0.5, 0.55, 0.6 and E3B's 0.45,
+    0.5, 0.55: counts is the best, its lead over each Welch's t-test written out, the two p-values adjusted by Holm's
+    method (the smaller doubled, the larger kept but never below it); the ICM's two seeds are fewer than the judging
+    needs."""
     import scipy.stats
 
     task = "MiniGrid-MultiRoom-N7-S4-v0"
-    for method, returns in (("counts", (0.6, 0.7, 0.8)), ("ride", (0.5, 0.55, 0.6)), ("icm", (0.9, 0.9))):
+    groups = {"counts": (0.6, 0.7, 0.8), "ride": (0.5, 0.55, 0.6), "e3b": (0.45, 0.5, 0.55), "icm": (0.9, 0.9)}
+    for method, returns in groups.items():
         for seed, level in enumerate(returns):
             write_minigrid_episodes(tmp_path / "study" / "runs" / f"{task}-{method}-s{seed}", 101, level, 40, (9, 9))
     results = reproduce.report(str(tmp_path / "study"), str(tmp_path / "report"), [1_000_000, 2_000_000],
                                eval_episodes=0)
     compared = results["compared"][task]
-    assert compared["best"] == "counts" and compared["step"] == 2_000_000 and list(compared["others"]) == ["ride"]
-    counts, ride = np.array([0.6, 0.7, 0.8]), np.array([0.5, 0.55, 0.6])
-    v1, v2 = counts.var(ddof=1) / 3, ride.var(ddof=1) / 3
-    t = (counts.mean() - ride.mean()) / np.sqrt(v1 + v2)
-    dof = (v1 + v2) ** 2 / (v1 ** 2 / 2 + v2 ** 2 / 2)
-    lead = compared["others"]["ride"]
-    assert lead["difference"] == pytest.approx(0.15) and lead["error"] == pytest.approx(np.sqrt(v1 + v2))
-    assert lead["t"] == pytest.approx(t) and lead["p"] == pytest.approx(2 * scipy.stats.t.sf(t, dof))
+    assert compared["best"] == "counts" and compared["step"] == 2_000_000 and set(compared["others"]) == {"ride", "e3b"}
+    counts, p = np.array(groups["counts"]), {}
+    for method in ("ride", "e3b"):
+        other = np.array(groups[method])
+        v1, v2 = counts.var(ddof=1) / 3, other.var(ddof=1) / 3
+        t = (counts.mean() - other.mean()) / np.sqrt(v1 + v2)
+        dof = (v1 + v2) ** 2 / (v1 ** 2 / 2 + v2 ** 2 / 2)
+        lead = compared["others"][method]
+        assert lead["difference"] == pytest.approx(counts.mean() - other.mean())
+        assert lead["error"] == pytest.approx(np.sqrt(v1 + v2)) and lead["t"] == pytest.approx(t)
+        p[method] = 2 * scipy.stats.t.sf(t, dof)
+        assert lead["p"] == pytest.approx(p[method])
+    assert p["e3b"] < p["ride"] < 2 * p["e3b"]  # so Holm's lifts RIDE's to E3B's adjusted value
+    assert compared["others"]["e3b"]["p_holm"] == pytest.approx(2 * p["e3b"])
+    assert compared["others"]["ride"]["p_holm"] == pytest.approx(2 * p["e3b"])
     table = (tmp_path / "report" / "results.md").read_text()
     assert "run to their budget, counts had the highest mean return at 2M (0.700" in table, table
-    assert f"| RIDE | 3 + 3 | 0.150 +- {np.sqrt(v1 + v2):.3f} | {t:.2f} | {lead['p']:.3f} |" in table, table
+    ride = compared["others"]["ride"]
+    assert (f"| RIDE | 3 + 3 | 0.150 +- {ride['error']:.3f} | {ride['t']:.2f} | {ride['p']:.3f} | "
+            f"{2 * p['e3b']:.3f} |") in table, table
 
 
 def write_visits(log_dir, count):

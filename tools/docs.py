@@ -193,9 +193,11 @@ def minigrid_line(task, results):
                            if summary.get("median_level_from") else "")
                + f", its curve in the figure {level['frames'].get(best, 'not drawn')}; ")
     if compared:
+        family = sum(test["p"] is not None for test in compared["others"].values())  # Holm's adjusts for it
         verdict += "its lead " + "; ".join(
             f"over {reproduce.method_label(method, task)} {test['difference']:.3f} +- {test['error']:.3f}"
-            + (f" (Welch p {p_text(test['p'])})" if test["p"] is not None else " (no spread to test)")
+            + ((f" (Welch p {p_text(test['p'])}" + (f", Holm's {p_text(test['p_holm'])}" if family > 1 else "") + ")")
+               if test["p"] is not None else " (no spread to test)")
             for method, test in compared["others"].items())
     else:
         verdict += f"not tested: fewer than two methods with {reproduce.SEEDS_TO_JUDGE} seeds run to the budget"
