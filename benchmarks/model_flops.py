@@ -49,7 +49,9 @@ def per_step(shape, actions, k, t, lstm_size):
         frames = tf1.placeholder(tf.float32, [batch, *shape])
         features = model.universe_head(frames)
         state = model.LSTMState(tf.zeros([batch, lstm_size]), tf.zeros([batch, lstm_size]))
-        out, _ = model.LSTMCell(lstm_size)(features, state)  # one step of the cell per frame
+        kernel, bias = model.lstm_variables(int(features.get_shape()[1]), lstm_size)
+        gates = model.input_gates(features, kernel, bias)
+        out, _ = model.LSTMCell(lstm_size, kernel)(gates, state)  # one step of the cell per frame
         return model.linear(out, actions, "action"), model.linear(out, 1, "value")
 
     def icm(batch):

@@ -11,7 +11,7 @@ import envs
 from a3c import A3C, a3c_losses, stack_batches
 from acting import RunnerError
 from cluster import free_ports
-from model import LSTMCell, LSTMPolicy, LSTMState, choose_head
+from model import LSTMCell, LSTMPolicy, LSTMState, choose_head, input_gates, lstm_variables
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
@@ -81,6 +81,44 @@ def test_lstm_state_carries_information(graph):
         value_after, _ = policy.value_of(session, [[0.0, 1.0, 0.0]], state)
     assert not np.allclose(state.h, 0.0)
     assert value_fresh[0] != pytest.approx(value_after[0], abs=1e-7)
+
+
+def numpy_lstm(features, c, h, kernel, bias, length):
+    """A basic LSTM (forget-gate bias 1) written out: gates = [x, h] W + b, split input, candidate, forget, output;
+    the outputs of the steps past `length` are zeros and the state stays that of its last real step."""
+    sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    outputs = np.zeros((len(features), len(h)))
+    for t, x in enumerate(features[:length]):
+        i, j, f, o = np.split(np.concatenate([x, h]) @ kernel + bias, 4)
+        c = c * sigmoid(f + 1.0) + sigmoid(i) * np.tanh(j)
+        h = outputs[t] = np.tanh(c) * sigmoid(o)
+    return outputs, c, h
+
+
+def test_the_policys_lstm_is_the_lstm_written_out_over_sequences_of_different_lengths(graph):
+    """Random weights, a random start state, sequences of 4, 1 and 3 real steps padded to 4: the state out and the
+    logits at every real step are the numpy LSTM's (its gates from the concatenated [x, h]), the padded steps'
+    outputs are zeros (the logits their bias)."""
+    policy = LSTMPolicy((3,), num_actions=2, lstm_size=5)
+    kernel_var, bias_var = [v for v in policy.var_list if "/lstm_cell/gates/" in v.name]
+    action_w, action_b = [v for v in policy.var_list if v.name.startswith("action/")]
+    rng = np.random.default_rng(1)
+    observations = rng.normal(size=(3, 4, 3)).astype(np.float32)
+    c0, h0 = rng.normal(size=(2, 3, 5)).astype(np.float32)
+    lengths = [4, 1, 3]
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        session.run([kernel_var.assign(rng.normal(size=kernel_var.shape) / 2),
+                     bias_var.assign(rng.normal(size=bias_var.shape) / 2)])
+        features, (c, h), logits, kernel, bias, w, b = session.run(
+            [policy.features, policy.state_out, policy.logits, kernel_var, bias_var, action_w, action_b],
+            {policy.x: observations, policy.lengths: lengths, policy.state_in.c: c0, policy.state_in.h: h0})
+    logits = logits.reshape(3, 4, 2)
+    for k, length in enumerate(lengths):
+        outputs, c_k, h_k = numpy_lstm(features[k], c0[k], h0[k], kernel, bias, length)
+        np.testing.assert_allclose(c[k], c_k, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(h[k], h_k, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(logits[k], outputs @ w + b, rtol=1e-4, atol=1e-5)
 
 
 @pytest.fixture
@@ -272,11 +310,11 @@ def test_trainer_reraises_runner_failure_with_a_clear_message(graph):
 
 def test_lstm_cell_against_hand_computation(graph):
     """Zero weights: every gate is sigmoid(0) = 1/2 except forget, sigmoid(0 + 1); the candidate is tanh(0) = 0."""
-    cell = LSTMCell(2)
     inputs = tf.zeros([1, 3])
     state = LSTMState(tf.constant([[1.0, -2.0]]), tf.constant([[0.5, 0.5]]))
     with tf1.variable_scope("cell", initializer=tf1.zeros_initializer()):
-        h, new_state = cell(inputs, state)
+        kernel, bias = lstm_variables(3, 2)
+    h, new_state = LSTMCell(2, kernel)(input_gates(inputs, kernel, bias), state)
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         h, c = session.run([h, new_state.c])
