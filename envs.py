@@ -215,7 +215,7 @@ class MiniGridCodes:
 
     def state_key(self):
         """The agent's cell and heading and a digest of the whole grid's codes (as of the last observation): equal
-        when the fully observed grids are, and else but by a collision of a 128-bit hash. A 16-byte digest, not the
+        when the fully observed grids are, otherwise only where a 128-bit hash collides. A 16-byte digest, not the
         codes themselves: the counts keep a key per state seen over a run, millions of them, where the codes take 3
         bytes a cell (1,875 on N7-S4's grid)."""
         x, y = self.env.agent_pos
