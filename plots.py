@@ -200,6 +200,12 @@ def eval_series(log_dir):
     return steps, (times - times.min()) / 60.0, np.array([float(row["mean_reward"]) for row in rows])
 
 
+def visits_name(label):
+    """The file of a configuration's visits figure: its label without spaces ("no bonus" -> visits_no_bonus.png),
+    which a shell would otherwise split."""
+    return f"visits_{label.replace(' ', '_')}.png"
+
+
 def visits_figure(label, dirs, path):
     """A heatmap of the logged positions, over MyWayHome's walls when the positions are on that map."""
     import matplotlib
@@ -285,7 +291,7 @@ def make_plots(groups, out, smooth, kept=None, order=None, cover="all"):
         if data is not None:
             written[name] = data
     for label, dirs in groups.items():
-        name = f"visits_{label}.png"
+        name = visits_name(label)
         data = visits_figure(label, dirs, os.path.join(out, name))
         if data is not None:
             written[name] = data

@@ -1430,7 +1430,7 @@ def kept_curves(report_dir, task, groups):
     kept = {name: {label: curve for label, curve in data.items() if label not in groups}
             for name, data in earlier.items() if name.endswith(("_vs_steps.png", "_vs_time.png"))}
     kept.update({name: data for name, data in earlier.items()  # a map's picture stays as it was drawn
-                 if name.startswith("visits_") and name[len("visits_"):-len(".png")] not in groups})
+                 if name.startswith("visits_") and name not in {plots.visits_name(label) for label in groups}})
     return kept
 
 
