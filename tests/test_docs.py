@@ -100,6 +100,13 @@ def test_no_checkpoint_is_committed_and_videos_stay_small():
     assert not large, f"videos over {VIDEO_CAP_BYTES:,} bytes: {large}"
 
 
+def test_no_committed_file_has_a_space_in_its_name():
+    """A report's figures are named after their configuration's label (plots.visits_name): "no bonus" must not
+    give a file that a shell splits in two."""
+    spaced = [path for path in committed_files() if " " in path]
+    assert not spaced, f"file names with spaces: {spaced}"
+
+
 def test_the_license_is_mit_and_the_citation_names_this_project_and_the_papers_it_implements():
     import yaml
 
