@@ -174,11 +174,12 @@ class MiniGridCodes:
         self.env = env
         self.cells = None  # the grid's list of objects the arrays were built from (None != any list)
         self.codes = self.opaque = None  # [W + 2 pad, H + 2 pad, 3] uint8, [W + 2 pad, H + 2 pad] bool
-        self.pad = 0
+        self.grid_codes = None  # [W, H, 3]: a view of `codes` without the padding, the whole grid's
 
     def _rebuild(self, grid, pad):
-        self.cells, self.pad = list(grid.grid), pad
+        self.cells = list(grid.grid)
         self.codes = np.empty((grid.width + 2 * pad, grid.height + 2 * pad, 3), np.uint8)
+        self.grid_codes = self.codes[pad:pad + grid.width, pad:pad + grid.height]
         self.codes[...] = MINIGRID_OUTSIDE
         self.opaque = np.ones(self.codes.shape[:2], bool)
         for index, cell in enumerate(self.cells):
@@ -219,8 +220,7 @@ class MiniGridCodes:
         codes themselves: the counts keep a key per state seen over a run, millions of them, where the codes take 3
         bytes a cell (1,875 on N7-S4's grid)."""
         x, y = self.env.agent_pos
-        grid = self.codes[self.pad:self.codes.shape[0] - self.pad, self.pad:self.codes.shape[1] - self.pad]
-        digest = hashlib.blake2b(grid.tobytes(), digest_size=16).digest()
+        digest = hashlib.blake2b(self.grid_codes.tobytes(), digest_size=16).digest()
         return int(x), int(y), int(self.env.agent_dir), digest
 
 

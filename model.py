@@ -235,7 +235,7 @@ class LSTMCell:
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
         return self.zero_state(batch_size, dtype)
 
-    def __call__(self, gates_of_inputs, state, scope=None):
+    def __call__(self, gates_of_inputs, state):
         gates = gates_of_inputs + tf.matmul(state.h, self.recurrent_kernel)
         i, j, f, o = tf.split(gates, 4, axis=1)  # input, candidate, forget, output
         c = state.c * tf.sigmoid(f + self.forget_bias) + tf.sigmoid(i) * tf.tanh(j)
