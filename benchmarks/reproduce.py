@@ -1462,6 +1462,11 @@ def rate(value):
     return f"{value:.3f}"
 
 
+def p_text(p):
+    """A test's p as the tables print it: three decimals, or below the smallest they show."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def spread(at, shown=rate, error=False):
     """'mean [min-max]' of a milestone's success (or distance, `shown` by `distance`) over the seeds that got
     there, with its standard error ('mean +- error [min-max]') where `error` and 2 or more did; '-' where none did."""
@@ -1591,7 +1596,7 @@ def compared_lines(task, compared, window):
                  "best is chosen by the same seeds, which favours a lead further).",
              "", "| against | seeds | lead | t | p | p, Holm's |", "|---|---|---|---|---|---|"]
     for method, test in sorted(compared["others"].items(), key=lambda item: -item[1]["difference"]):
-        tested = ([f"{test['t']:.2f}", f"{test['p']:.3f}", f"{test['p_holm']:.3f}"] if test["p"] is not None
+        tested = ([f"{test['t']:.2f}", p_text(test["p"]), p_text(test["p_holm"])] if test["p"] is not None
                   else ["-", "the seeds do not vary: no test", "-"])
         lines.append(f"| {method_label(method, task)} | {test['seeds'][0]} + {test['seeds'][1]} | "
                      f"{test['difference']:.3f} +- {test['error']:.3f} | " + " | ".join(tested) + " |")

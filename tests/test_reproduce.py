@@ -272,6 +272,14 @@ def test_a_minigrid_task_compares_the_best_methods_return_with_each_others_by_we
             f"{2 * p['e3b']:.3f} |") in table, table
 
 
+def test_the_comparison_table_prints_a_p_below_its_three_places_as_below_them_not_as_zero():
+    """A p of 0.0004 is '< 0.001' in results.md, as the README words it, not '0.000' (a p is never zero)."""
+    test = {"seeds": (3, 3), "difference": 0.777, "error": 0.003, "t": 238.14, "p": 0.0004, "p_holm": 0.0008}
+    compared = {"best": "ride", "step": 10_000_000, "mean": 0.777, "others": {"a3c": test}}
+    lines = reproduce.compared_lines("MiniGrid-MultiRoom-N7-S4-v0", compared, 100)
+    assert "| no bonus | 3 + 3 | 0.777 +- 0.003 | 238.14 | < 0.001 | < 0.001 |" in lines, lines
+
+
 def write_visits(log_dir, count):
     with open(os.path.join(log_dir, "visits_0.csv"), "w", newline="") as handle:
         writer = csv.writer(handle)

@@ -294,8 +294,7 @@ def last_evaluations(path):
 
 
 def p_text(p):
-    """A test's p as the tables print it: three decimals, or below the smallest they show."""
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return reproduce_module().p_text(p)
 
 
 def coverage_line(path):
