@@ -36,7 +36,8 @@ class PartialRollout:
 
     `terminal`: the return ends here (no bootstrap): the episode terminated, or was truncated where truncations
     are not bootstrapped. `truncated`: its time limit cut it. `episode_end`: the episode ended in any way;
-    rollouts are never joined across it.
+    rollouts are never joined across it. `env`: the runner's index of the environment that played it;
+    `unroll_end`: it fills its unroll (env_runner's unroll_frames).
     """
 
     def __init__(self, features):
@@ -58,6 +59,8 @@ class PartialRollout:
         self.episode_end = False
         self.episode_start = False  # its first step is its episode's first
         self.features = features
+        self.env = None
+        self.unroll_end = False
 
     def add(self, observation, action, reward, value, value_int=None):
         self.observations.append(observation)
@@ -87,6 +90,7 @@ class PartialRollout:
         self.terminal = other.terminal
         self.truncated = other.truncated
         self.episode_end = other.episode_end
+        self.unroll_end = other.unroll_end
 
     def next_observations(self):
         """s_1 .. s_T, the observation each step led to."""
@@ -150,7 +154,7 @@ def env_stepper(count, threads):
 
 
 def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, scaler=None, timings=None,
-               step_all=map, behaviour=False, bootstrap_time_limit=True):
+               step_all=map, behaviour=False, bootstrap_time_limit=True, unroll_frames=None):
     """Play the environments `envs` with the local `policy` forever, all of them in lockstep, and yield
     batches: lists of PartialRollouts, each environment's rollouts in order.
 
@@ -167,6 +171,10 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     in order, so the data do not depend on how they were stepped. With `behaviour` each step's rollout also keeps
     the log-probability of its action under the policy that chose it (what IMPALA's V-trace corrects for).
     Without `bootstrap_time_limit` a truncation ends its rollout as a termination does (constants.Config's field).
+    With `unroll_frames` (IMPALA's unrolls) each environment's rollouts also fill unrolls of that many frames, each
+    step of a rollout taking one and the observation after its last one more: a rollout is also cut where its unroll
+    is full, an episode's end leaves the rest of the unroll to the next episode's rollouts, and the rollout after
+    which the unroll has no room for another step is marked `unroll_end`.
     """
     timings = timings or Timings()
     count = len(envs)
@@ -174,8 +182,9 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     initial = policy.initial_state(1)
     state = policy.initial_state(count)
     rollouts = [PartialRollout(state_row(state, k)) for k in range(count)]
-    for rollout in rollouts:
-        rollout.episode_start = True
+    for index, rollout in enumerate(rollouts):
+        rollout.episode_start, rollout.env = True, index
+    room = [unroll_frames] * count  # the frames left in each environment's unroll
     tallies = [EpisodeTally() for _ in range(count)]
     finished = []  # (rollout, index, tally) ended since the last batch, in order
     awaiting_value = []  # (rollout, index) cut at the last step: their V(s_T) comes with the next act call
@@ -239,13 +248,17 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
                 observations[index] = first_observation
                 reset_state_row(state, index, initial)
                 tallies[index] = EpisodeTally()
-            elif len(rollout) == rollout_len:
+            elif len(rollout) == rollout_len or (unroll_frames and len(rollout) + 1 == room[index]):
                 awaiting_value.append((rollout, index))
             else:
                 continue
+            if unroll_frames:
+                room[index] -= len(rollout) + 1
+                if room[index] < 2:  # no room for a step and the observation after it
+                    rollout.unroll_end, room[index] = True, unroll_frames
             finished.append((rollout, index, tally))
             rollouts[index] = PartialRollout(state_row(state, index))
-            rollouts[index].episode_start = rollout.episode_end
+            rollouts[index].episode_start, rollouts[index].env = rollout.episode_end, index
 
 
 class NetworkCopy:

@@ -137,7 +137,7 @@ class SharedConfig:
     replay_capacity: int = _param(100_000, """
     transitions the replay holds; the oldest make room (FIFO)""")
     batch_size: int = _param(32, """
-    transitions per learner update (IMPALA: trajectories of up to rollout_maxlen steps)""")
+    transitions per learner update (IMPALA: unrolls of rollout_maxlen + 1 frames)""")
     n_step: int = _param(3, """
     steps of reward in a transition's return before it bootstraps from the target network (Ape-X's 3)""")
     relabel_bonus: bool = _param(False, """

@@ -5,10 +5,12 @@ one actor in one process, the actor in a thread.
 
     actor i   plays its K environments with its own copy of the policy (acting.env_runner, as A3C's runner thread:
               the curiosity bonus of its copy of the predictor, turned into rewards by the bonus's scaler), and
-              records each action's log-probability under the policy that chose it. Each batch of rollouts (up to
-              rollout_maxlen steps each, cut where an episode ends, each with the LSTM state at its start) goes into
-              the learner's queue padded to rollout_maxlen, in one enqueue_many that adds its steps to the global
-              step; then the actor fetches the learner's weights, as IMPALA's actors do before each unroll
+              records each action's log-probability under the policy that chose it. Each environment's rollouts
+              (cut where an episode ends, each with the LSTM state at its start) fill unrolls of rollout_maxlen
+              steps and the frames after them, one episode's rollouts after another's as IMPALA's fixed unrolls run
+              through episodes' ends; the unrolls filled go into the learner's queue in one enqueue_many that adds
+              their steps to the global step; then the actor fetches the learner's weights, as IMPALA's actors do
+              before each unroll
     learner   (the chief) takes batch_size trajectories from the queue, runs its current policy over them, corrects
               their returns for the lag between the policies that acted and its own with V-trace (`vtrace`), and
               applies one RMSProp step; the bonus's predictor trains on the same transitions. It checkpoints every
@@ -17,8 +19,9 @@ one actor in one process, the actor in a thread.
 The trajectories travel as Ape-X's transitions do: a FIFOQueue on the learner's device with a shared_name, so that
 the queue op in every process's graph is the one queue (DeepMind's scalable_agent feeds its learner so). A restarted
 learner restores the last checkpoint; the trajectories in the queue die with it. A restarted actor loses its unsent
-rollouts. Where trajectories are cut at episodes' ends (not run through them as IMPALA's fixed unrolls are), no
-LSTM state is reset inside a trajectory, and the LSTM unrolls from the state each began with.
+rollouts. Inside an unroll the learner's LSTM starts each episode's rollout from the zero state and the first rollout
+from the state it began with; each rollout keeps the frame after its last step, so that its bootstrap value and the
+bonus's last transition are its own.
 """
 import collections
 import logging
@@ -81,9 +84,10 @@ def vtrace_reference(log_rhos, discounts, rewards, values, bootstrap, clip_rho=1
 # ---------------------------------------------------------------- V-trace: the graph
 
 def vtrace(log_rhos, discounts, rewards, values, next_values, mask, clip_rho=1.0, clip_pg_rho=1.0, clip_c=1.0):
-    """V-trace on a batch of padded trajectories, [B, T] each: (targets v_s, policy-gradient advantages), zero on
-    padding, no gradient through them. `next_values` [B, T] are V(x_t+1): the trajectory's next value, and at its
-    last step its bootstrap. The recursion v_s - V(x_s) = delta_s + gamma_s c_s (v_s+1 - V(x_s+1)) (the paper's
+    """V-trace on a batch of unrolls, [B, T] each: (targets v_s, policy-gradient advantages), zero where `mask` is
+    (padding, and the frame after a rollout's last step), no gradient through them. `next_values` [B, T] are
+    V(x_t+1): at a rollout's last step the value of the frame after it, its bootstrap; a masked step between two
+    rollouts stops the sum, so each rollout's sums are its own. The recursion v_s - V(x_s) = delta_s + gamma_s c_s (v_s+1 - V(x_s+1)) (the paper's
     Remark 1), right to left; `vtrace_reference` is the same by the sums."""
     rhos = tf.exp(log_rhos)
     discounts = discounts * mask
@@ -103,38 +107,68 @@ Column = collections.namedtuple("Column", ["name", "dtype", "shape"])
 
 
 def trajectory_columns(observation_shape, steps, lstm_size):
-    """What a trajectory sends, padded to `steps` (rollout_maxlen): its frames s_0 .. s_T, actions, extrinsic
-    rewards, bonuses and behaviour log-probabilities, its length T, whether the episode ended there by termination
-    or at all, V_int of the next episode's first state (the two-stream path's non-episodic bootstrap, from the
-    acting policy), and the LSTM state at its start."""
-    return [Column("frames", np.float32, [steps + 1, *observation_shape]), Column("actions", np.int32, [steps]),
-            Column("rewards", np.float32, [steps]), Column("bonuses", np.float32, [steps]),
-            Column("behaviour_log_probs", np.float32, [steps]), Column("length", np.int32, []),
-            Column("terminal", np.float32, []), Column("episode_end", np.float32, []),
-            Column("next_episode_value_int", np.float32, []), Column("c", np.float32, [lstm_size]),
+    """What a trajectory sends: an unroll of `steps` + 1 frames (rollout_maxlen + 1), one environment's rollouts one
+    after another (acting.env_runner's unroll_frames), each its frames s_0 .. s_n, the LSTM state zeroed at each
+    rollout's first frame but the first's (`resets`), zero-padded after the last (`length`: the frames used). Per
+    step, at the position of its frame s_t: the action, extrinsic reward, bonus and behaviour log-probability,
+    `mask` 1 (0 at a rollout's s_n and on padding), and at a rollout's last step whether its episode ended there by
+    termination or at all and V_int of the next episode's first state (the two-stream path's non-episodic
+    bootstrap, from the acting policy). The LSTM state at the first rollout's start."""
+    frames, per_step = [steps + 1], [steps]
+    return [Column("frames", np.float32, [*frames, *observation_shape]), Column("resets", np.float32, frames),
+            Column("length", np.int32, []), Column("actions", np.int32, per_step),
+            Column("rewards", np.float32, per_step), Column("bonuses", np.float32, per_step),
+            Column("behaviour_log_probs", np.float32, per_step), Column("mask", np.float32, per_step),
+            Column("terminal", np.float32, per_step), Column("episode_end", np.float32, per_step),
+            Column("next_episode_value_int", np.float32, per_step), Column("c", np.float32, [lstm_size]),
             Column("h", np.float32, [lstm_size])]
 
 
-def pack(rollouts, columns):
-    """Rollouts (acting.PartialRollout) as the arrays of `columns`, [n, ...] each, zero-padded."""
-    arrays = {column.name: np.zeros((len(rollouts), *column.shape), column.dtype) for column in columns}
-    for row, rollout in enumerate(rollouts):
-        length = len(rollout)
-        arrays["frames"][row, :length + 1] = rollout.observations + [rollout.last_observation]
-        arrays["actions"][row, :length] = rollout.actions
-        arrays["rewards"][row, :length] = rollout.rewards
-        arrays["bonuses"][row, :length] = rollout.bonuses or 0.0
-        arrays["behaviour_log_probs"][row, :length] = rollout.behaviour_log_probs
-        arrays["length"][row] = length
-        arrays["terminal"][row] = rollout.terminal
-        arrays["episode_end"][row] = rollout.episode_end
-        arrays["next_episode_value_int"][row] = rollout.next_episode_value_int
-        arrays["c"][row], arrays["h"][row] = rollout.features.c[0], rollout.features.h[0]
+def pack(unrolls, columns):
+    """Unrolls, each a list of consecutive rollouts (acting.PartialRollout) of one environment, as the arrays of
+    `columns`, [n, ...] each: laid out as trajectory_columns says."""
+    arrays = {column.name: np.zeros((len(unrolls), *column.shape), column.dtype) for column in columns}
+    room = arrays["frames"].shape[1]
+    for row, rollouts in enumerate(unrolls):
+        start = 0
+        for rollout in rollouts:
+            length = len(rollout)
+            end = start + length  # the position of s_n, the frame after the rollout's last step
+            if end >= room:
+                raise ValueError(f"an unroll of {sum(len(each) + 1 for each in rollouts)} frames does not fit "
+                                 f"in {room}")
+            arrays["frames"][row, start:end + 1] = rollout.observations + [rollout.last_observation]
+            arrays["resets"][row, start] = start > 0
+            steps = slice(start, end)
+            arrays["actions"][row, steps] = rollout.actions
+            arrays["rewards"][row, steps] = rollout.rewards
+            arrays["bonuses"][row, steps] = rollout.bonuses or 0.0
+            arrays["behaviour_log_probs"][row, steps] = rollout.behaviour_log_probs
+            arrays["mask"][row, steps] = 1.0
+            arrays["terminal"][row, end - 1] = rollout.terminal
+            arrays["episode_end"][row, end - 1] = rollout.episode_end
+            arrays["next_episode_value_int"][row, end - 1] = rollout.next_episode_value_int
+            start = end + 1
+        arrays["length"][row] = start
+        arrays["c"][row], arrays["h"][row] = rollouts[0].features.c[0], rollouts[0].features.h[0]
     return [arrays[column.name] for column in columns]
 
 
+def unroll_rollouts(batch):
+    """The rollouts inside a batch's unrolls, as a bonus's feed_sequences takes them: (their frame sequences
+    s_0 .. s_n, their actions, concatenated)."""
+    sequences, actions = [], []
+    for frames, resets, length, row_actions in zip(batch["frames"], batch["resets"], batch["length"],
+                                                   batch["actions"]):
+        starts = [0, *np.flatnonzero(resets[:length]), length]
+        for start, end in zip(starts[:-1], starts[1:]):
+            sequences.append(frames[start:end])
+            actions.append(row_actions[start:end - 1])
+    return sequences, np.concatenate(actions)
+
+
 Targets = collections.namedtuple("Targets", [
-    "mask",  # [B, T]: 1 on a trajectory's steps, 0 on its padding
+    "mask",  # [B, T]: 1 on an unroll's steps, 0 at the frame after a rollout's last step and on padding
     "rewards", "discounts",  # [B, T]: the rewards V-trace sums (one stream: with the bonus), gamma_t
     "rewards_int", "discounts_int",  # [B, T] the bonus's stream, on the two-stream path; else None
     "given_int",  # [B, T]: 1 where V_int(x_t+1) is the next episode's (a non-episodic bonus's episode end)
@@ -146,10 +180,7 @@ def targets_inputs(batch, config, reward_clip=None, intrinsic=None):
     process_rollout makes its rewards: the extrinsic reward times reward_scale, clipped with `reward_clip`; one
     stream, plus the bonus, the sum clipped again; two streams (`intrinsic`, an a3c.IntrinsicStream), the bonus a
     stream of its own with gamma_int, whose return goes on across an episode's end unless episodic."""
-    lengths = batch["length"]
-    steps = batch["rewards"].shape[1]
-    mask = (np.arange(steps)[None, :] < lengths[:, None]).astype(np.float32)  # [B, T]
-    last = (np.arange(steps)[None, :] == lengths[:, None] - 1).astype(np.float32)  # [B, T]: each one's last step
+    mask = batch["mask"]  # [B, T]
     rewards = batch["rewards"].astype(np.float64) * config.reward_scale
     if reward_clip is not None:
         rewards = np.clip(rewards, -reward_clip, reward_clip)
@@ -157,7 +188,7 @@ def targets_inputs(batch, config, reward_clip=None, intrinsic=None):
         rewards = rewards + batch["bonuses"]
         if reward_clip is not None:
             rewards = np.clip(rewards, -reward_clip, reward_clip)
-    ended = last * batch["terminal"][:, None]  # the step where an episode terminated
+    ended = batch["terminal"]  # [B, T]: 1 at the step where an episode terminated
     discounts = config.gamma * mask * (1.0 - ended)
     rewards_int = discounts_int = None
     given_int = np.zeros_like(mask)
@@ -165,7 +196,7 @@ def targets_inputs(batch, config, reward_clip=None, intrinsic=None):
         rewards_int = batch["bonuses"] * mask
         discounts_int = intrinsic.gamma * mask * (1.0 - ended if intrinsic.episodic else 1.0)
         if not intrinsic.episodic:
-            given_int = last * batch["episode_end"][:, None]
+            given_int = batch["episode_end"]
     as_float = (lambda array: None if array is None else np.asarray(array, np.float32))
     return Targets(mask, as_float(rewards * mask), as_float(discounts), as_float(rewards_int),
                    as_float(discounts_int), given_int)
@@ -298,7 +329,7 @@ class VTraceLearning:
         self.behaviour_log_probs = tf1.placeholder(tf.float32, [None, None], "behaviour_log_probs")  # [B, T]
         self.mask, self.rewards, self.discounts, self.given_int = (
             tf1.placeholder(tf.float32, [None, None], name) for name in ("mask", "rewards", "discounts", "given_int"))
-        self.next_values_int = tf1.placeholder(tf.float32, [None], "next_episode_values_int")  # [B]
+        self.next_values_int = tf1.placeholder(tf.float32, [None, None], "next_episode_values_int")  # [B, T]
         logits = tf.reshape(network.logits, [batch, time + 1, network.num_actions])[:, :-1]  # [B, T, A]
         values = tf.reshape(network.value, [batch, time + 1])  # [B, T + 1]: the last, or a padded, step's too
         log_probs = tf.nn.log_softmax(logits)  # [B, T, A]
@@ -315,7 +346,7 @@ class VTraceLearning:
             self.rewards_int, self.discounts_int = (tf1.placeholder(tf.float32, [None, None], name)
                                                     for name in ("rewards_int", "discounts_int"))
             values_int = tf.reshape(network.value_int, [batch, time + 1])
-            next_values_int = (self.given_int * self.next_values_int[:, None]
+            next_values_int = (self.given_int * self.next_values_int
                                + (1.0 - self.given_int) * values_int[:, 1:])
             targets_int, advantages_int = vtrace(log_rhos, self.discounts_int, self.rewards_int, values_int[:, :-1],
                                                  next_values_int, self.mask, *clips)
@@ -357,7 +388,7 @@ class VTraceLearning:
     def feed(self, batch, targets):
         """The update's feed from a batch of trajectories (by column name) and its targets_inputs."""
         network = self.network
-        feed = {network.x: batch["frames"], network.lengths: batch["length"] + 1,
+        feed = {network.x: batch["frames"], network.lengths: batch["length"], network.resets: batch["resets"],
                 network.state_in.c: batch["c"], network.state_in.h: batch["h"], self.actions: batch["actions"],
                 self.behaviour_log_probs: batch["behaviour_log_probs"], self.mask: targets.mask,
                 self.rewards: targets.rewards, self.discounts: targets.discounts}
@@ -365,16 +396,15 @@ class VTraceLearning:
             feed.update({self.rewards_int: targets.rewards_int, self.discounts_int: targets.discounts_int,
                          self.given_int: targets.given_int, self.next_values_int: batch["next_episode_value_int"]})
         if self.predictor is not None:
-            sequences = [frames[:length + 1] for frames, length in zip(batch["frames"], batch["length"])]
-            actions = np.concatenate([actions[:length] for actions, length in zip(batch["actions"], batch["length"])])
-            feed.update(self.predictor.feed_sequences(sequences, actions))
+            feed.update(self.predictor.feed_sequences(*unroll_rollouts(batch)))
         return feed
 
 
 # ---------------------------------------------------------------- the actor and the learner
 
 class Actor:
-    """One actor: plays, sends its rollouts as trajectories, fetches the learner's weights after each send."""
+    """One actor: plays, sends each environment's rollouts as trajectories of rollout_maxlen + 1 frames once they
+    fill one (env_runner's unroll_frames), fetches the learner's weights after each send."""
 
     def __init__(self, graph, envs, config, task, env_threads=False):
         self.graph, self.envs, self.config, self.task, self.env_threads = graph, envs, config, task, env_threads
@@ -402,16 +432,26 @@ class Actor:
         with env_stepper(len(self.envs), self.env_threads) as step_all:
             batches = env_runner(self.envs, policy, session, self.config.rollout_maxlen, episode_logger,
                                  graph.actor_predictor, scaler, self.timings, step_all, behaviour=True,
-                                 bootstrap_time_limit=self.config.bootstrap_time_limit)
+                                 bootstrap_time_limit=self.config.bootstrap_time_limit,
+                                 unroll_frames=self.config.rollout_maxlen + 1)
+            unrolls = {}  # each environment's rollouts of the unroll it is filling
             for rollouts in batches:
                 if graph.merge is not None:
                     self.merge_statistics(session, rollouts)
-                self.send(sender, rollouts)
-                with self.timings.phase("sync"):
-                    self.sync()
+                full = []
+                for rollout in rollouts:
+                    unrolls.setdefault(rollout.env, []).append(rollout)
+                    if rollout.unroll_end:
+                        full.append(unrolls.pop(rollout.env))
+                if full:
+                    self.send(sender, full)
+                    with self.timings.phase("sync"):
+                        self.sync()
                 heartbeat.beat(self, episode_logger.episodes)
                 if stop_flag.stop or self.last_global_step >= self.config.max_global_steps:
                     break
+        if unrolls and not stop_flag.stop:
+            self.send(sender, list(unrolls.values()))  # the unrolls begun, not full: the last steps played
 
     def merge_statistics(self, session, rollouts):
         """The steps the bonus was fed, into the learner's running statistics (RND's), as A3C's update merges
@@ -422,12 +462,12 @@ class Actor:
         feed.update(bonus.update_feed(rollouts))
         session.run(self.graph.merge, feed)
 
-    def send(self, session, rollouts):
-        """The rollouts as trajectories into the learner's queue, and their steps into the global step, in one
-        session.run (it waits while the queue is full)."""
+    def send(self, session, unrolls):
+        """Unrolls (lists of rollouts) as trajectories into the learner's queue, and their steps into the global
+        step, in one session.run (it waits while the queue is full)."""
         graph = self.graph
-        steps = sum(len(rollout) for rollout in rollouts)
-        feed = dict(zip(graph.sent, pack(rollouts, graph.columns)))
+        steps = sum(len(rollout) for rollouts in unrolls for rollout in rollouts)
+        feed = dict(zip(graph.sent, pack(unrolls, graph.columns)))
         feed[graph.steps] = steps
         with self.timings.phase("queue_put"):
             self.last_global_step = int(session.run(graph.send, feed))
@@ -515,7 +555,7 @@ class Learner:
         with self.timings.phase("train"):
             results = session.run(fetches, feed)
         self.updates += 1
-        steps = int(batch["length"].sum())
+        steps = int(batch["mask"].sum())
         self.steps_trained += steps
         self.nonfinite.count(bool(results[1]), self.updates, {"frames": batch["frames"], "rewards": targets.rewards})
         if summarise:

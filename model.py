@@ -214,7 +214,8 @@ def input_gates(inputs, kernel, bias):
 
 class LSTMCell:
     """A basic LSTM cell (forget-gate bias 1) that `tf.compat.v1.nn.dynamic_rnn` can drive: its inputs are the
-    inputs' share of the gates (input_gates), it adds h W_h with `kernel`'s last rows."""
+    inputs' share of the gates (input_gates), it adds h W_h with `kernel`'s last rows. Given inputs (gates, resets
+    [B, 1]), a step whose reset is 1 starts from the zero state (a new episode inside a sequence: IMPALA's unrolls)."""
 
     def __init__(self, num_units, kernel, forget_bias=1.0):
         self.num_units = num_units
@@ -235,7 +236,11 @@ class LSTMCell:
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
         return self.zero_state(batch_size, dtype)
 
-    def __call__(self, gates_of_inputs, state):
+    def __call__(self, inputs, state):
+        gates_of_inputs = inputs
+        if isinstance(inputs, tuple):
+            gates_of_inputs, resets = inputs
+            state = LSTMState(state.c * (1.0 - resets), state.h * (1.0 - resets))
         gates = gates_of_inputs + tf.matmul(state.h, self.recurrent_kernel)
         i, j, f, o = tf.split(gates, 4, axis=1)  # input, candidate, forget, output
         c = state.c * tf.sigmoid(f + self.forget_bias) + tf.sigmoid(i) * tf.tanh(j)
@@ -266,12 +271,15 @@ class LSTMPolicy:
                                   tf1.placeholder(tf.float32, [None, lstm_size], name="h_in"))
         # Sequences of a batch may be shorter than T (an episode ended): fed lengths, padded with zeros.
         self.lengths = tf1.placeholder_with_default(tf.fill([batch], time), [None], name="lengths")  # [B]
+        # 1 where a sequence's LSTM state is zeroed before the frame: a new episode inside the sequence
+        self.resets = tf1.placeholder_with_default(tf.zeros([batch, time]), [None, None], name="resets")  # [B, T]
         feature_size = int(features.get_shape()[2])
         with tf1.variable_scope("lstm"):
             kernel, bias = lstm_variables(feature_size, lstm_size)
         gates = tf.reshape(input_gates(tf.reshape(features, [-1, feature_size]), kernel, bias),
                            [batch, time, 4 * lstm_size])  # [B, T, 4 lstm]
-        lstm_out, state_out = tf1.nn.dynamic_rnn(LSTMCell(lstm_size, kernel), gates, initial_state=self.state_in,
+        lstm_out, state_out = tf1.nn.dynamic_rnn(LSTMCell(lstm_size, kernel), (gates, self.resets[:, :, None]),
+                                                 initial_state=self.state_in,
                                                  sequence_length=self.lengths, time_major=False, scope="lstm")
         self.state_out = state_out
         flat = tf.reshape(lstm_out, [-1, lstm_size])  # [B*T, lstm]

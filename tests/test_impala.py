@@ -70,16 +70,75 @@ def rollout(length, terminal=False, start=0.0, lstm=4):
     return made
 
 
-def test_rollouts_are_packed_padded_with_their_frames_and_lstm_state():
+def test_unrolls_are_packed_with_each_rollouts_frames_steps_and_the_lstm_state_of_the_first():
+    """Unrolls of 4 steps (5 frames): one rollout of 4 steps; and a rollout of 1 step whose episode terminated, then
+    the next episode's first 2 steps: frames 10 11 | 20 21 22, the LSTM reset at frame 2, no step at frame 1 (the
+    frame after the first rollout's last step)."""
     columns = impala.trajectory_columns((2,), 4, 4)
-    packed = dict(zip([column.name for column in columns], impala.pack([rollout(4), rollout(2, True, 10.0)],
-                                                                        columns)))
-    assert packed["frames"].shape == (2, 5, 2) and packed["frames"][1, :, 0].tolist() == [10, 11, 12, 0, 0]
-    assert packed["actions"].tolist() == [[0, 1, 0, 1], [0, 1, 0, 0]]
-    assert packed["rewards"][1].tolist() == [1, 2, 0, 0] and packed["bonuses"][1].tolist() == [0.5, 0.5, 0, 0]
+    packed = dict(zip([column.name for column in columns],
+                      impala.pack([[rollout(4)], [rollout(1, True, 10.0), rollout(2, False, 20.0)]], columns)))
+    assert packed["frames"].shape == (2, 5, 2) and packed["frames"][1, :, 0].tolist() == [10, 11, 20, 21, 22]
+    assert packed["resets"].tolist() == [[0] * 5, [0, 0, 1, 0, 0]] and packed["length"].tolist() == [5, 5]
+    assert packed["actions"].tolist() == [[0, 1, 0, 1], [0, 0, 0, 1]]
+    assert packed["mask"].tolist() == [[1, 1, 1, 1], [1, 0, 1, 1]]
+    assert packed["rewards"][1].tolist() == [1, 0, 1, 2] and packed["bonuses"][1].tolist() == [0.5, 0, 0.5, 0.5]
     assert packed["behaviour_log_probs"][0] == pytest.approx([0, -0.1, -0.2, -0.3])
-    assert packed["length"].tolist() == [4, 2] and packed["terminal"].tolist() == [0, 1]
+    assert packed["terminal"].tolist() == [[0] * 4, [1, 0, 0, 0]] and packed["episode_end"][1].tolist() == [1, 0, 0, 0]
+    assert packed["next_episode_value_int"][1].tolist() == [7, 0, 0, 0]
     assert packed["c"][1].tolist() == [10.5] * 4 and packed["h"][0].tolist() == [0.0] * 4
+    sequences, actions = impala.unroll_rollouts(packed)
+    assert [sequence[:, 0].tolist() for sequence in sequences] == [[0, 1, 2, 3, 4], [10, 11], [20, 21, 22]]
+    assert actions.tolist() == [0, 1, 0, 1, 0, 0, 1]
+    with pytest.raises(ValueError, match="an unroll of 6 frames does not fit in 5"):
+        impala.pack([[rollout(2), rollout(2)]], columns)
+
+
+def test_the_graphs_vtrace_on_an_unroll_of_two_rollouts_is_each_ones_sums(graph):
+    """A rollout of 3 steps cut by its time limit (bootstrapped from the value of the frame after it), then one of 2
+    that terminated: the graph's V-trace over the unroll's 7 frames is the paper's sums over each rollout alone."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    mask = np.array([[1, 1, 1, 0, 1, 1]], np.float32)
+    discounts = np.array([[0.9, 0.9, 0.9, 0.9, 0.9, 0.0]], np.float32) * mask
+    log_rhos, rewards = (rng.normal(0, 0.8, (1, 6)).astype(np.float32) for _ in range(2))
+    values = rng.normal(0, 1, (1, 7)).astype(np.float32)
+    with tf.compat.v1.Session() as session:
+        targets, advantages = session.run(impala.vtrace(
+            tf.constant(log_rhos), tf.constant(discounts), tf.constant(rewards), tf.constant(values[:, :-1]),
+            tf.constant(values[:, 1:]), tf.constant(mask)))
+    for steps in (slice(0, 3), slice(4, 6)):
+        expected = impala.vtrace_reference(log_rhos[0, steps], discounts[0, steps], rewards[0, steps],
+                                           values[0, steps], values[0, steps.stop])
+        assert targets[0, steps] == pytest.approx(expected[0], abs=1e-5)
+        assert advantages[0, steps] == pytest.approx(expected[1], abs=1e-5)
+    assert targets[0, 3] == advantages[0, 3] == 0.0
+
+
+def test_the_learners_policy_runs_each_rollout_of_an_unroll_as_if_alone(graph):
+    """The learner's feed of an unroll of a rollout of 3 steps, then a new episode's 2: the policy's values over its
+    frames are the first rollout's from its own LSTM state, then the second's from the zero state."""
+    import tensorflow as tf
+
+    import constants
+    from model import LSTMPolicy
+    from sessions import global_step_variable
+
+    tf1 = tf.compat.v1
+    config = constants.config_from_overrides(["lstm_size=4"], "impala_classic")
+    network = LSTMPolicy((2,), 2, lstm_size=4)
+    learning = impala.VTraceLearning(network, None, config, global_step_variable(), "none")
+    columns = impala.trajectory_columns((2,), 6, 4)
+    first, second = rollout(3, True, 1.0), rollout(2, False, 5.0)
+    second.features = network.initial_state(1)  # a new episode's
+    batch = dict(zip([column.name for column in columns], impala.pack([[first, second]], columns)))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        values = session.run(network.value, learning.feed(batch, impala.targets_inputs(batch, config)))
+        alone = [session.run(network.value, {network.x: np.array(each.observations + [each.last_observation])[None],
+                                             network.state_in.c: each.features.c, network.state_in.h: each.features.h})
+                 for each in (first, second)]
+    np.testing.assert_allclose(values[:7], np.concatenate(alone), rtol=1e-5, atol=1e-6)
 
 
 def test_the_targets_rewards_and_discounts_one_stream_and_two(graph):
@@ -89,7 +148,7 @@ def test_the_targets_rewards_and_discounts_one_stream_and_two(graph):
     from a3c import IntrinsicStream
 
     columns = impala.trajectory_columns((2,), 4, 4)
-    batch = dict(zip([column.name for column in columns], impala.pack([rollout(4), rollout(2, True)], columns)))
+    batch = dict(zip([column.name for column in columns], impala.pack([[rollout(4)], [rollout(2, True)]], columns)))
     config = SimpleNamespace(reward_scale=0.1, gamma=0.9)
     one = impala.targets_inputs(batch, config, reward_clip=0.55)
     assert one.mask.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]

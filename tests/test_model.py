@@ -121,6 +121,35 @@ def test_the_policys_lstm_is_the_lstm_written_out_over_sequences_of_different_le
         np.testing.assert_allclose(logits[k], outputs @ w + b, rtol=1e-4, atol=1e-5)
 
 
+def test_a_reset_inside_a_sequence_starts_the_policys_lstm_again_from_zeros(graph):
+    """Sequences of 5 frames with a reset at frame 2 (the first) and at none (the second): the first's outputs are
+    the numpy LSTM's over frames 0-1 from its start state, then over frames 2-4 from the zero state; the second's
+    are unchanged by the other's reset."""
+    policy = LSTMPolicy((3,), num_actions=2, lstm_size=5)
+    kernel_var, bias_var = [v for v in policy.var_list if "/lstm_cell/gates/" in v.name]
+    action_w, action_b = [v for v in policy.var_list if v.name.startswith("action/")]
+    rng = np.random.default_rng(2)
+    observations = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    c0, h0 = rng.normal(size=(2, 2, 5)).astype(np.float32)
+    resets = np.zeros((2, 5), np.float32)
+    resets[0, 2] = 1.0
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        session.run([kernel_var.assign(rng.normal(size=kernel_var.shape) / 2),
+                     bias_var.assign(rng.normal(size=bias_var.shape) / 2)])
+        features, (c, h), logits, kernel, bias, w, b = session.run(
+            [policy.features, policy.state_out, policy.logits, kernel_var, bias_var, action_w, action_b],
+            {policy.x: observations, policy.resets: resets, policy.state_in.c: c0, policy.state_in.h: h0})
+    logits = logits.reshape(2, 5, 2)
+    before, _, _ = numpy_lstm(features[0, :2], c0[0], h0[0], kernel, bias, 2)
+    after, c_0, h_0 = numpy_lstm(features[0, 2:], np.zeros(5), np.zeros(5), kernel, bias, 3)
+    whole, c_1, h_1 = numpy_lstm(features[1], c0[1], h0[1], kernel, bias, 5)
+    np.testing.assert_allclose(logits[0], np.concatenate([before, after]) @ w + b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(logits[1], whole @ w + b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(c, [c_0, c_1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(h, [h_0, h_1], rtol=1e-4, atol=1e-5)
+
+
 @pytest.fixture
 def cluster(graph):
     """A parameter server and a worker, in this process, on free localhost ports."""

@@ -63,6 +63,30 @@ def test_rollouts_cut_bootstrap_and_end_episodes_with_one_call_per_step():
     assert policy.calls == 10 + 1
 
 
+def test_rollouts_fill_unrolls_of_the_frames_given_through_episodes_ends():
+    """Unrolls of 10 frames in the 7-step corridor: the first episode (7 steps and the frame after: 8 frames) leaves
+    2, so the next episode's first step fills the unroll; the next unroll goes on with that episode's other 6 steps
+    and the third episode's first 2 steps, and so on; an unroll never holds more than 10 frames."""
+    policy = CountingPolicy()
+    batches = env_runner([envs.create_env("Corridor-v0")], policy, None, rollout_len=9,
+                         on_episode_end=lambda stats: None, unroll_frames=10)
+    rollouts = [next(batches)[0] for _ in range(8)]
+    assert [len(rollout) for rollout in rollouts] == [7, 1, 6, 2, 5, 3, 4, 4]
+    assert [rollout.episode_end for rollout in rollouts] == [True, False] * 4
+    assert [rollout.unroll_end for rollout in rollouts] == [False, True] * 4
+    assert [steps_at_start(rollout) for rollout in rollouts] == [0, 0, 1, 0, 2, 0, 3, 0]
+    assert {rollout.env for rollout in rollouts} == {0}
+    # unrolls of 9 frames: an episode leaves 1, too few for a step and the frame after it; the next one starts anew
+    batches = env_runner([envs.create_env("Corridor-v0")], CountingPolicy(), None, rollout_len=8,
+                         on_episode_end=lambda stats: None, unroll_frames=9)
+    rollouts = [next(batches)[0] for _ in range(3)]
+    assert [(len(rollout), rollout.unroll_end) for rollout in rollouts] == [(7, True)] * 3
+    two = envs.create_env("Corridor-v0"), envs.create_env("Corridor-v0")
+    batch = next(env_runner(two, CountingPolicy(), None, rollout_len=9, on_episode_end=lambda stats: None,
+                            unroll_frames=10))
+    assert [rollout.env for rollout in batch] == [0, 1] and [len(rollout) for rollout in batch] == [7, 7]
+
+
 class TwoHeadedPolicy(CountingPolicy):
     """CountingPolicy with a second value head: V_int = 100 + the observed position."""
 
