@@ -376,6 +376,10 @@ IMPALA = Algorithm(
                        "mean square starts at 1, epsilon under its root) or pytorch (torchbeast's and RIDE's code: "
                        "it starts at 0, epsilon added to its root; with gradients well below 1 its first few hundred "
                        "steps are many times TensorFlow's)", choices=("tensorflow", "pytorch")),
+        Hyperparameter("unrolls", "cut", "what a trajectory of rollout_maxlen + 1 frames holds: cut (one "
+                       "rollout, cut where its episode ends and padded) or through (one environment's rollouts one "
+                       "after another through episodes' ends, IMPALA's fixed unrolls: no padding, so more steps an "
+                       "update and fewer updates a step where episodes are short)", choices=("cut", "through")),
         Hyperparameter("predictor_optimizer", "adam", "how the bonus's models train: adam (A3C's: one Adam for "
                        "them all, their gradient clipped as one) or rmsprop (RIDE's code: an RMSProp with the "
                        "policy's settings for each model, the embedding, the forward and the inverse model, each "

@@ -154,6 +154,17 @@ def pack(unrolls, columns):
     return [arrays[column.name] for column in columns]
 
 
+def fill_unrolls(unrolls, rollouts, through):
+    """The unrolls that `rollouts` (a batch of env_runner's) complete, taken out of `unrolls` ({environment: its
+    rollouts so far}): with `through` where a rollout is marked unroll_end, else each rollout alone."""
+    full = []
+    for rollout in rollouts:
+        unrolls.setdefault(rollout.env, []).append(rollout)
+        if rollout.unroll_end or not through:
+            full.append(unrolls.pop(rollout.env))
+    return full
+
+
 def unroll_rollouts(batch):
     """The rollouts inside a batch's unrolls, as a bonus's feed_sequences takes them: (their frame sequences
     s_0 .. s_n, their actions, concatenated)."""
@@ -429,20 +440,17 @@ class Actor:
             self.sync()  # the statistics just seeded, into the copy that acts
             scaler = graph.actor_predictor.scaler(self.config, len(self.envs))
         policy = self.copy or graph.actor_network
+        through = self.config.unrolls == "through"
         with env_stepper(len(self.envs), self.env_threads) as step_all:
             batches = env_runner(self.envs, policy, session, self.config.rollout_maxlen, episode_logger,
                                  graph.actor_predictor, scaler, self.timings, step_all, behaviour=True,
                                  bootstrap_time_limit=self.config.bootstrap_time_limit,
-                                 unroll_frames=self.config.rollout_maxlen + 1)
+                                 unroll_frames=self.config.rollout_maxlen + 1 if through else None)
             unrolls = {}  # each environment's rollouts of the unroll it is filling
             for rollouts in batches:
                 if graph.merge is not None:
                     self.merge_statistics(session, rollouts)
-                full = []
-                for rollout in rollouts:
-                    unrolls.setdefault(rollout.env, []).append(rollout)
-                    if rollout.unroll_end:
-                        full.append(unrolls.pop(rollout.env))
+                full = fill_unrolls(unrolls, rollouts, through)
                 if full:
                     self.send(sender, full)
                     with self.timings.phase("sync"):

@@ -93,6 +93,16 @@ def test_unrolls_are_packed_with_each_rollouts_frames_steps_and_the_lstm_state_o
         impala.pack([[rollout(2), rollout(2)]], columns)
 
 
+def test_an_actor_sends_each_rollout_alone_or_an_environments_rollouts_once_they_fill_an_unroll():
+    made = []
+    for env, end in ((0, False), (1, True), (0, True)):
+        made.append(rollout(2))
+        made[-1].env, made[-1].unroll_end = env, end
+    assert impala.fill_unrolls({}, made, through=False) == [[made[0]], [made[1]], [made[2]]]
+    pending = {}
+    assert impala.fill_unrolls(pending, made, through=True) == [[made[1]], [made[0], made[2]]] and pending == {}
+
+
 def test_the_graphs_vtrace_on_an_unroll_of_two_rollouts_is_each_ones_sums(graph):
     """A rollout of 3 steps cut by its time limit (bootstrapped from the value of the frame after it), then one of 2
     that terminated: the graph's V-trace over the unroll's 7 frames is the paper's sums over each rollout alone."""
@@ -214,15 +224,16 @@ def test_a_learner_and_two_actors_with_the_icm_train_on_every_step_played_and_ch
     assert played.returncode == 0 and "episode 1: reward" in played.stdout, played.stdout + played.stderr
 
 
-@pytest.mark.parametrize("unsup", ["rnd", "ride"])
-def test_a_two_stream_bonus_and_an_episodic_memory_compose_with_impala(tmp_path, unsup):
-    """RND (two streams, statistics the actor merges into the learner's) and RIDE (a memory of the episode): the
-    actor's copy computes the bonus, the learner trains the predictor."""
+@pytest.mark.parametrize("unsup, unrolls", [("rnd", "cut"), ("ride", "through")])
+def test_a_two_stream_bonus_and_an_episodic_memory_compose_with_impala(tmp_path, unsup, unrolls):
+    """RND (two streams, statistics the actor merges into the learner's) and RIDE (a memory of the episode, here in
+    unrolls through episodes' ends): the actor's copy computes the bonus, the learner trains the predictor."""
     import tensorflow as tf
 
     result = preloaded.run("train.py", "--algo", "impala", "--num-workers", "0", "--env-id", "CartPole-v1",
                            "--log-dir", tmp_path, "--no-tensorboard", "--unsup", unsup, "--set",
-                           "max_global_steps=3000", "--set", "rnd_warm_up_steps=100", timeout=300)
+                           "max_global_steps=3000", "--set", "rnd_warm_up_steps=100", "--set", f"unrolls={unrolls}",
+                           timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     latest, names = bonus_trained(tmp_path, (0,))
     if unsup == "rnd":  # the acted steps merged into the learner's statistics, beyond the warm-up's
