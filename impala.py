@@ -5,12 +5,12 @@ one actor in one process, the actor in a thread.
 
     actor i   plays its K environments with its own copy of the policy (acting.env_runner, as A3C's runner thread:
               the curiosity bonus of its copy of the predictor, turned into rewards by the bonus's scaler), and
-              records each action's log-probability under the policy that chose it. Each environment's rollouts
-              (cut where an episode ends, each with the LSTM state at its start) fill unrolls of rollout_maxlen
-              steps and the frames after them, one episode's rollouts after another's as IMPALA's fixed unrolls run
-              through episodes' ends; the unrolls filled go into the learner's queue in one enqueue_many that adds
-              their steps to the global step; then the actor fetches the learner's weights, as IMPALA's actors do
-              before each unroll
+              records each action's log-probability under the policy that chose it. Its rollouts (cut where an
+              episode ends, each with the LSTM state at its start) become trajectories of rollout_maxlen + 1
+              frames: one rollout each, padded, or with `unrolls` through one environment's rollouts one after
+              another through episodes' ends, as IMPALA's fixed unrolls; those filled go into the learner's queue in
+              one enqueue_many that adds their steps to the global step; then the actor fetches the learner's
+              weights, as IMPALA's actors do before each unroll
     learner   (the chief) takes batch_size trajectories from the queue, runs its current policy over them, corrects
               their returns for the lag between the policies that acted and its own with V-trace (`vtrace`), and
               applies one RMSProp step; the bonus's predictor trains on the same transitions. It checkpoints every
@@ -107,8 +107,9 @@ Column = collections.namedtuple("Column", ["name", "dtype", "shape"])
 
 
 def trajectory_columns(observation_shape, steps, lstm_size):
-    """What a trajectory sends: an unroll of `steps` + 1 frames (rollout_maxlen + 1), one environment's rollouts one
-    after another (acting.env_runner's unroll_frames), each its frames s_0 .. s_n, the LSTM state zeroed at each
+    """What a trajectory sends: an unroll of `steps` + 1 frames (rollout_maxlen + 1), one rollout or (unrolls
+    through) one environment's rollouts one after another (acting.env_runner's unroll_frames), each its frames s_0 ..
+    s_n, the LSTM state zeroed at each
     rollout's first frame but the first's (`resets`), zero-padded after the last (`length`: the frames used). Per
     step, at the position of its frame s_t: the action, extrinsic reward, bonus and behaviour log-probability,
     `mask` 1 (0 at a rollout's s_n and on padding), and at a rollout's last step whether its episode ended there by
@@ -414,8 +415,9 @@ class VTraceLearning:
 # ---------------------------------------------------------------- the actor and the learner
 
 class Actor:
-    """One actor: plays, sends each environment's rollouts as trajectories of rollout_maxlen + 1 frames once they
-    fill one (env_runner's unroll_frames), fetches the learner's weights after each send."""
+    """One actor: plays, sends its rollouts as trajectories of rollout_maxlen + 1 frames (one each, or with unrolls
+    through an environment's rollouts once they fill one: fill_unrolls), fetches the learner's weights after each
+    send."""
 
     def __init__(self, graph, envs, config, task, env_threads=False):
         self.graph, self.envs, self.config, self.task, self.env_threads = graph, envs, config, task, env_threads
