@@ -1,4 +1,5 @@
 """Losses, gradients, network shapes, parameter placement and sync, and learning on a tiny environment."""
+import collections
 import json
 import math
 
@@ -95,59 +96,57 @@ def numpy_lstm(features, c, h, kernel, bias, length):
     return outputs, c, h
 
 
-def test_the_policys_lstm_is_the_lstm_written_out_over_sequences_of_different_lengths(graph):
-    """Random weights, a random start state, sequences of 4, 1 and 3 real steps padded to 4: the state out and the
-    logits at every real step are the numpy LSTM's (its gates from the concatenated [x, h]), the padded steps'
-    outputs are zeros (the logits their bias)."""
+RandomRun = collections.namedtuple("RandomRun",
+                                   ["features", "c", "h", "logits", "kernel", "bias", "w", "b", "c0", "h0"])
+
+
+def run_random_lstm_policy(seed, batch, steps, feed):
+    """An LSTMPolicy on 3 inputs, 2 actions and an LSTM of 5, with random LSTM weights, run on random observations
+    [batch, steps, 3] from a random start state, fed `feed(policy)` besides: what the numpy LSTM is checked against
+    (its logits [batch, steps, 2])."""
     policy = LSTMPolicy((3,), num_actions=2, lstm_size=5)
     kernel_var, bias_var = [v for v in policy.var_list if "/lstm_cell/gates/" in v.name]
     action_w, action_b = [v for v in policy.var_list if v.name.startswith("action/")]
-    rng = np.random.default_rng(1)
-    observations = rng.normal(size=(3, 4, 3)).astype(np.float32)
-    c0, h0 = rng.normal(size=(2, 3, 5)).astype(np.float32)
-    lengths = [4, 1, 3]
+    rng = np.random.default_rng(seed)
+    observations = rng.normal(size=(batch, steps, 3)).astype(np.float32)
+    c0, h0 = rng.normal(size=(2, batch, 5)).astype(np.float32)
     with tf1.Session() as session:
         session.run(tf1.global_variables_initializer())
         session.run([kernel_var.assign(rng.normal(size=kernel_var.shape) / 2),
                      bias_var.assign(rng.normal(size=bias_var.shape) / 2)])
         features, (c, h), logits, kernel, bias, w, b = session.run(
             [policy.features, policy.state_out, policy.logits, kernel_var, bias_var, action_w, action_b],
-            {policy.x: observations, policy.lengths: lengths, policy.state_in.c: c0, policy.state_in.h: h0})
-    logits = logits.reshape(3, 4, 2)
+            {policy.x: observations, policy.state_in.c: c0, policy.state_in.h: h0, **feed(policy)})
+    return RandomRun(features, c, h, logits.reshape(batch, steps, 2), kernel, bias, w, b, c0, h0)
+
+
+def test_the_policys_lstm_is_the_lstm_written_out_over_sequences_of_different_lengths(graph):
+    """Random weights, a random start state, sequences of 4, 1 and 3 real steps padded to 4: the state out and the
+    logits at every real step are the numpy LSTM's (its gates from the concatenated [x, h]), the padded steps'
+    outputs are zeros (the logits their bias)."""
+    lengths = [4, 1, 3]
+    run = run_random_lstm_policy(1, 3, 4, lambda policy: {policy.lengths: lengths})
     for k, length in enumerate(lengths):
-        outputs, c_k, h_k = numpy_lstm(features[k], c0[k], h0[k], kernel, bias, length)
-        np.testing.assert_allclose(c[k], c_k, rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(h[k], h_k, rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(logits[k], outputs @ w + b, rtol=1e-4, atol=1e-5)
+        outputs, c_k, h_k = numpy_lstm(run.features[k], run.c0[k], run.h0[k], run.kernel, run.bias, length)
+        np.testing.assert_allclose(run.c[k], c_k, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run.h[k], h_k, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run.logits[k], outputs @ run.w + run.b, rtol=1e-4, atol=1e-5)
 
 
 def test_a_reset_inside_a_sequence_starts_the_policys_lstm_again_from_zeros(graph):
     """Sequences of 5 frames with a reset at frame 2 (the first) and at none (the second): the first's outputs are
     the numpy LSTM's over frames 0-1 from its start state, then over frames 2-4 from the zero state; the second's
     are unchanged by the other's reset."""
-    policy = LSTMPolicy((3,), num_actions=2, lstm_size=5)
-    kernel_var, bias_var = [v for v in policy.var_list if "/lstm_cell/gates/" in v.name]
-    action_w, action_b = [v for v in policy.var_list if v.name.startswith("action/")]
-    rng = np.random.default_rng(2)
-    observations = rng.normal(size=(2, 5, 3)).astype(np.float32)
-    c0, h0 = rng.normal(size=(2, 2, 5)).astype(np.float32)
     resets = np.zeros((2, 5), np.float32)
     resets[0, 2] = 1.0
-    with tf1.Session() as session:
-        session.run(tf1.global_variables_initializer())
-        session.run([kernel_var.assign(rng.normal(size=kernel_var.shape) / 2),
-                     bias_var.assign(rng.normal(size=bias_var.shape) / 2)])
-        features, (c, h), logits, kernel, bias, w, b = session.run(
-            [policy.features, policy.state_out, policy.logits, kernel_var, bias_var, action_w, action_b],
-            {policy.x: observations, policy.resets: resets, policy.state_in.c: c0, policy.state_in.h: h0})
-    logits = logits.reshape(2, 5, 2)
-    before, _, _ = numpy_lstm(features[0, :2], c0[0], h0[0], kernel, bias, 2)
-    after, c_0, h_0 = numpy_lstm(features[0, 2:], np.zeros(5), np.zeros(5), kernel, bias, 3)
-    whole, c_1, h_1 = numpy_lstm(features[1], c0[1], h0[1], kernel, bias, 5)
-    np.testing.assert_allclose(logits[0], np.concatenate([before, after]) @ w + b, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(logits[1], whole @ w + b, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(c, [c_0, c_1], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(h, [h_0, h_1], rtol=1e-4, atol=1e-5)
+    run = run_random_lstm_policy(2, 2, 5, lambda policy: {policy.resets: resets})
+    before, _, _ = numpy_lstm(run.features[0, :2], run.c0[0], run.h0[0], run.kernel, run.bias, 2)
+    after, c_0, h_0 = numpy_lstm(run.features[0, 2:], np.zeros(5), np.zeros(5), run.kernel, run.bias, 3)
+    whole, c_1, h_1 = numpy_lstm(run.features[1], run.c0[1], run.h0[1], run.kernel, run.bias, 5)
+    np.testing.assert_allclose(run.logits[0], np.concatenate([before, after]) @ run.w + run.b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run.logits[1], whole @ run.w + run.b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run.c, [c_0, c_1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run.h, [h_0, h_1], rtol=1e-4, atol=1e-5)
 
 
 @pytest.fixture
