@@ -106,6 +106,10 @@ class SharedConfig:
     int_coef: float = _param(1.0, """
     weight of the bonus's advantage on the two-stream path (RND's 1); with --algo dqn, the weight of RND's scaled
     bonus in the stored reward""")
+    rnd_update_proportion: float = _param(1.0, """
+    --unsup rnd: the share of each batch's steps the predictor trains on, each step kept with this probability
+    and the networks run on the kept ones alone (RND's code's proportion_of_exp_used_for_predictor_update, its
+    default 1; its paper kept the predictor's batch fixed as it added environments)""")
     rnd_warm_up_steps: int = _param(5000, """
     random steps each worker of a new run plays before training to seed RND's observation statistics (a resumed
     run has them in its checkpoint)""")
@@ -204,6 +208,7 @@ class SharedConfig:
             ("gamma_int", 0.0 <= self.gamma_int <= 1.0, "must lie in [0, 1]"),
             ("ext_coef", self.ext_coef >= 0.0, "must be >= 0"),
             ("int_coef", self.int_coef >= 0.0, "must be >= 0"),
+            ("rnd_update_proportion", 0.0 < self.rnd_update_proportion <= 1.0, "must lie in (0, 1]"),
             ("rnd_warm_up_steps", self.rnd_warm_up_steps >= 0, "must be >= 0"),
             ("policy_no_backprop_steps", self.policy_no_backprop_steps >= 0, "must be >= 0"),
             ("lstm_size", self.lstm_size >= 1, "must be >= 1"),

@@ -427,19 +427,35 @@ class RandomNetworks:
         self.observation_moments = RunningMoments("observation", self.next_frames.get_shape().as_list()[1:])
         self.inputs = inputs = tf.clip_by_value(self.observation_moments.normalize(self.next_frames),
                                                 -RND_OBSERVATION_CLIP, RND_OBSERVATION_CLIP)
-        with tf1.variable_scope("target", custom_getter=frozen):
-            target = linear(rnd_trunk(inputs, head), RND_FEATURES, "out")  # [N, 512]
-        with tf1.variable_scope("predictor"):
-            hidden = rnd_trunk(inputs, head)
-            for i in range(2):
-                hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
-            predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]
-        error = tf.square(predicted - tf.stop_gradient(target))  # [N, 512]
+        self.head, self.scope = head, tf1.get_variable_scope()
+        error = self.squared_errors(inputs)  # [N, 512]
         self.error = 0.5 * tf.reduce_sum(error, axis=1)  # [N]
         self.loss = tf.reduce_mean(error)
         self.target_variables = [v for v in tf1.global_variables() if v not in global_before and "/target/" in v.name]
         self.state_variables = self.target_variables + self.observation_moments.variables
         self._observe = None  # the global copy's op merging a local copy's observations in (observe)
+
+    def squared_errors(self, inputs):
+        """The predictor's squared errors at the target's features [N, 512] for normalised `inputs`; the networks
+        are made by the first call and shared by the later ones."""
+        with tf1.variable_scope(self.scope, reuse=tf1.AUTO_REUSE):
+            with tf1.variable_scope("target", custom_getter=frozen):
+                target = linear(rnd_trunk(inputs, self.head), RND_FEATURES, "out")  # [N, 512]
+            with tf1.variable_scope("predictor"):
+                hidden = rnd_trunk(inputs, self.head)
+                for i in range(2):
+                    hidden = tf.nn.relu(linear(hidden, RND_FEATURES, f"hidden{i + 1}"))
+                predicted = linear(hidden, RND_FEATURES, "out")  # [N, 512]
+        return tf.square(predicted - tf.stop_gradient(target))
+
+    def share_loss(self, proportion):
+        """The loss on a random share of the steps, each kept with probability `proportion`, the networks run on
+        the kept steps alone (the loss of all of them at 1); `self.kept` [M] then names the rows kept."""
+        if proportion >= 1.0:
+            return self.loss
+        self.kept = tf.where(tf.random.uniform([tf.shape(self.inputs)[0]]) < proportion)[:, 0]  # [M]
+        error = self.squared_errors(tf.gather(self.inputs, self.kept))  # [M, 512]
+        return tf.reduce_sum(error) / tf.maximum(tf.cast(tf.size(error), tf.float32), 1.0)
 
     def observe(self, local):
         """On the global copy: the op merging the next observations `local` (a copy's RandomNetworks) is fed."""
@@ -526,8 +542,8 @@ class RandomNetworkDistillation(Curiosity):
         self.state_variables = self.networks.state_variables + self.return_moments.variables
 
     def training_loss(self, config):
-        """prediction_lr_scale x the predictor's mean squared error."""
-        return config.prediction_lr_scale * self.forward_loss
+        """prediction_lr_scale x the predictor's mean squared error, on rnd_update_proportion of the steps."""
+        return config.prediction_lr_scale * self.networks.share_loss(config.rnd_update_proportion)
 
     def summaries(self):
         return {"model/forward_loss": self.forward_loss,

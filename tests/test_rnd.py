@@ -85,6 +85,41 @@ def test_playback_bonus_is_the_raw_bonus_over_the_return_std(graph):
     assert type(bonus) is float and bonus == pytest.approx(raw / 2.0, rel=1e-6)
 
 
+def test_the_predictor_trains_on_the_kept_share_of_the_steps_by_hand(graph):
+    rnd = RandomNetworkDistillation((4,), 2)
+    variables_before = set(tf1.global_variables())
+    loss = rnd.networks.share_loss(0.25)
+    assert set(tf1.global_variables()) == variables_before, "the share's networks are the same variables"
+    assert rnd.networks.share_loss(1.0) is rnd.forward_loss
+    steps = 2000
+    observations = np.random.RandomState(0).normal(size=(steps, 4)).astype(np.float32)
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        errors, kept, value = session.run([rnd.networks.error, rnd.networks.kept, loss],
+                                          rnd.feed(observations, observations, np.zeros(steps, np.int64)))
+    assert 0.2 < len(kept) / steps < 0.3 and len(set(kept)) == len(kept)
+    # error is half the squared error summed over the 512 features: the loss is the squares' mean over the kept
+    assert value == pytest.approx(2.0 * errors[kept].sum() / (len(kept) * 512), rel=1e-4)
+    assert value != pytest.approx(2.0 * errors.sum() / (steps * 512), rel=1e-3)
+
+
+def ancestors(tensor):
+    seen, todo = set(), [tensor.op]
+    while todo:
+        op = todo.pop()
+        if op not in seen:
+            seen.add(op)
+            todo += [each.op for each in op.inputs]
+    return seen
+
+
+def test_a_trainer_trains_the_predictor_on_rnd_update_proportion_of_its_steps(graph):
+    trainer = rnd_trainer(rnd_update_proportion=0.5)
+    rnd = trainer.local_predictor
+    assert rnd.networks.kept.op in ancestors(trainer.predictor_loss)
+    assert all(g is not None for g in tf.gradients(trainer.predictor_loss, rnd.var_list))
+
+
 def rnd_trainer(env_id="Corridor-v0", **overrides):
     np.random.seed(0)
     tf1.set_random_seed(0)
