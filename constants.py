@@ -108,8 +108,8 @@ class SharedConfig:
     bonus in the stored reward""")
     rnd_update_proportion: float = _param(1.0, """
     --unsup rnd: the share of each batch's steps the predictor trains on, each step kept with this probability
-    and the networks run on the kept ones alone (RND's code's proportion_of_exp_used_for_predictor_update, its
-    default 1; its paper kept the predictor's batch fixed as it added environments)""")
+    and the networks run on the kept ones alone (RND's code's proportion_of_exp_used_for_predictor_update, 1 by
+    default there too)""")
     rnd_warm_up_steps: int = _param(5000, """
     random steps each worker of a new run plays before training to seed RND's observation statistics (a resumed
     run has them in its checkpoint)""")
