@@ -29,6 +29,8 @@ Each line also gives the rate as a fraction of the environment-only rate of the 
         --measurements training --cores-per-worker 1 # scaling per core: worker i on core i alone
     python benchmarks/throughput.py --env-id doom --workers 1 8 14 --envs-per-worker 4 --unsup action \
         --measurements training --algo impala        # IMPALA: a learner and 1, 8, 14 actors
+    python benchmarks/throughput.py --env-id PongDeterministic-v4 --workers 2 --envs-per-worker 1 16 \
+        --rollout-maxlen 20 5 --measurements env training  # each K with rollouts of 20 and of 5 steps
 """
 import argparse
 import collections
@@ -254,20 +256,30 @@ def pin_workers(log_dir, cores_per_worker, playing_job):
     return placed
 
 
+def training_command(env_id, workers, out, exp_id, unsup, count, env_wrap, num_ps, overrides, algo, rollout_maxlen):
+    """The log directory and train.py's command of one training measurement: K = `count`, and the rollout length
+    after --set's overrides (a later --set wins) where one is measured."""
+    length = f"-t{rollout_maxlen}" if rollout_maxlen else ""
+    log_dir = os.path.join(out, f"train-{algo}-{workers}x{count}{length}-ps{num_ps}")
+    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
+            "--algo", algo, "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard",
+            "--unsup", unsup, "--envs-per-worker", str(count)] + (["--envWrap"] if env_wrap else [])
+    argv += ["--num-ps", str(num_ps)] if algorithms.get(algo).serving.job == cluster.PS.job else []
+    argv += [part for override in overrides for part in ("--set", override)]
+    argv += ["--set", f"rollout_maxlen={rollout_maxlen}"] if rollout_maxlen else []
+    return log_dir, argv
+
+
 def training(env_id, seconds, workers, out, exp_id, unsup="none", count=1, env_wrap=False, num_ps=1, overrides=(),
-             cores_per_worker=0, algo="a3c"):
+             cores_per_worker=0, algo="a3c", rollout_maxlen=None):
     """Aggregate steps/s trained by a real run over `seconds` after a warm-up, from the tasks' heartbeats; with it,
     each thread's seconds per environment step by phase (mean over the players; IMPALA's learner apart), the
     processes' memory and the CPU use (percent of one core) of the tasks that hold the variables (A3C's parameter
     servers, IMPALA's learner) over the same seconds."""
     row = algorithms.get(algo)
-    log_dir = os.path.join(out, f"train-{algo}-{workers}x{count}-ps{num_ps}")
+    log_dir, argv = training_command(env_id, workers, out, exp_id, unsup, count, env_wrap, num_ps, overrides, algo,
+                                     rollout_maxlen)
     shutil.rmtree(log_dir, ignore_errors=True)
-    argv = [sys.executable, os.path.join(ROOT, "train.py"), "--mode", "child", "--num-workers", str(workers),
-            "--algo", algo, "--env-id", env_id, "--log-dir", log_dir, "--expId", str(exp_id), "--no-tensorboard",
-            "--unsup", unsup, "--envs-per-worker", str(count)] + (["--envWrap"] if env_wrap else [])
-    argv += ["--num-ps", str(num_ps)] if row.serving.job == cluster.PS.job else []
-    argv += [part for override in overrides for part in ("--set", override)]
     players, learns = measured_tasks(algo, workers)
     launcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
@@ -367,12 +379,16 @@ def main():
     parser.add_argument("--env-wrap", action="store_true", help="the paper's preprocessing (train.py's --envWrap)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="a hyper-parameter of the training measurement (train.py's --set; repeatable)")
+    parser.add_argument("--rollout-maxlen", type=int, nargs="+", default=[None], metavar="T",
+                        help="training: the rollout lengths measured at each K (default: the preset's)")
     parser.add_argument("--cores-per-worker", type=int, default=0, metavar="C",
                         help="training: worker i and its engines on cores [i*C, (i+1)*C) only (0: unpinned)")
     parser.add_argument("--algo", default="a3c", choices=("a3c", "impala"),
                         help="training: A3C's workers, or IMPALA's learner and --workers actors")
     parser.add_argument("--out", default=os.path.join("tmp", "bench-throughput"))
     args = parser.parse_args()
+    if any(length is not None and length < 1 for length in args.rollout_maxlen):
+        parser.error("--rollout-maxlen must be at least 1")
     if args.cores_per_worker < 0 or args.cores_per_worker > os.cpu_count():
         parser.error(f"--cores-per-worker must be 0 to {os.cpu_count()} (the machine's cores)")
     os.makedirs(args.out, exist_ok=True)
@@ -384,24 +400,27 @@ def main():
     for workers in args.workers:
         env_rate = None
         for name in args.measurements:
-            for count, num_ps in [(count, num_ps) for count in (args.envs_per_worker if name in PER_K else [1])
-                                  for num_ps in (args.num_ps if name == "training" else [1])]:
+            for count, num_ps, length in [(count, num_ps, length)
+                                          for count in (args.envs_per_worker if name in PER_K else [1])
+                                          for num_ps in (args.num_ps if name == "training" else [1])
+                                          for length in (args.rollout_maxlen if name == "training" else [None])]:
                 profile = None
                 if name == "training":
                     per_worker, profile = training(args.env_id, args.seconds, workers, args.out, args.exp_id,
                                                    args.unsup, count, args.env_wrap, num_ps, args.overrides,
-                                                   args.cores_per_worker, args.algo)
+                                                   args.cores_per_worker, args.algo, length)
                 else:
                     more = (args.unsup,) if name == "learner" else ()
                     per_worker = in_processes(MEASUREMENTS[name], args.env_id, args.seconds, workers, count,
                                               args.env_wrap, *more)
                 label = f"{name} ({num_ps} ps)" if name == "training" and args.num_ps != [1] else name
                 label = f"{args.algo} {label}" if name == "training" and args.algo != "a3c" else label
+                label = f"{label} T={length}" if length else label
                 total = sum(per_worker)
                 env_rate = total if name == "env" else env_rate
                 ratio = f"{total / env_rate:7.2f}" if env_rate else f"{'':>7}"
                 results.append({"workers": workers, "envs_per_worker": count, "measurement": name,
-                                "num_ps": num_ps if name == "training" else None,
+                                "num_ps": num_ps if name == "training" else None, "rollout_maxlen": length,
                                 "steps_per_sec_per_worker": round(total / workers, 1),
                                 "aggregate_steps_per_sec": round(total, 1),
                                 "fraction_of_env": round(total / env_rate, 3) if env_rate else None,

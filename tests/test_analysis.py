@@ -17,6 +17,7 @@ import tensorflow as tf
 from conftest import ROOT, side_by_side
 from test_distributed import free_exp_id, launch
 
+import constants
 import demo as playback
 import evaluation
 import logdir
@@ -439,6 +440,24 @@ def test_the_throughput_benchmark_reads_impalas_learner_for_training_and_its_act
 
     assert throughput.measured_tasks("a3c", 2) == ([0, 1], [0, 1])
     assert throughput.measured_tasks("impala", 2) == ([0, 1], ["learner"])
+
+
+def test_the_throughput_benchmark_measures_each_rollout_length_in_a_directory_of_its_own():
+    """--rollout-maxlen T: the run's --set overrides, applied in order as train.py does, give T over an earlier
+    --set and the preset's; no T keeps the preset's; each (K, T) gets its own log directory."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import throughput
+
+    def measured(rollout_maxlen):
+        log_dir, argv = throughput.training_command("PongDeterministic-v4", 2, "out", 350, "none", 16, False, 1,
+                                                    ["rollout_maxlen=10", "gamma=0.98"], "a3c", rollout_maxlen)
+        overrides = [argv[index + 1] for index, part in enumerate(argv) if part == "--set"]
+        config = constants.config_from_overrides(overrides, "atari")
+        return log_dir, argv[argv.index("--envs-per-worker") + 1], config.rollout_maxlen, config.gamma
+
+    assert measured(5)[1:] == ("16", 5, 0.98)
+    assert measured(None)[1:] == ("16", 10, 0.98)
+    assert len({measured(length)[0] for length in (5, 20, None)}) == 3
 
 
 def test_the_update_cost_benchmark_fits_a_cost_per_call_and_per_step():

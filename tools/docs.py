@@ -454,20 +454,26 @@ def update_cost_table(page_dir):
               f"of {data['repeats']} calls each.")
 
 
-ATARI_SPEED = "docs/results/speed/pong-k1-k4-k16.json"
+ATARI_SPEED = "docs/results/speed/pong-k1-k4-k16-t20-t5.json"
 
 
 def atari_speed_line(page_dir):
-    """Pong's training steps/s at 1, 4 and 16 emulators a worker, from one run of benchmarks/throughput.py."""
+    """Pong's training steps/s at each number K of emulators a worker and rollout length T, from one run of
+    benchmarks/throughput.py, against the original's K and T and the `atari` preset's."""
     data = load(ATARI_SPEED)
     env = next(r for r in data["results"] if r["measurement"] == "env")["aggregate_steps_per_sec"]
-    runs = {r["envs_per_worker"]: r["aggregate_steps_per_sec"] for r in data["results"]
+    runs = {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
             if r["measurement"] == "training"}
-    figures = ", ".join(f"{rate:,.0f} at K = {count} ({rate / env:.2f})" for count, rate in sorted(runs.items()))
-    return textwrap.fill(f"{data['env_id']}, 2 workers on 2 cores, in one run ({link(ATARI_SPEED, page_dir)}): "
-                         f"{figures} steps/s trained, in parentheses the share of the emulators' own {env:,.0f} "
-                         f"steps/s; the `atari` preset is K = 4.", width=118,
-                         break_long_words=False, break_on_hyphens=False)
+    original, preset = constants.Config(), constants.config_from_overrides([], "atari")
+    base = runs[(original.envs_per_worker, original.rollout_maxlen)]
+    rows = [[f"{count}", f"{length}", f"{rate:,.0f}", f"{rate / env:.2f}", f"{rate / base:.2f}x"]
+            for (count, length), rate in sorted(runs.items())]
+    return (table(["K emulators a worker", "T steps a rollout", "steps/s trained", "of the emulators' alone",
+                   f"x K = {original.envs_per_worker}, T = {original.rollout_maxlen} (the original's)"], rows)
+            + "\n\n" + textwrap.fill(f"{data['env_id']}, 2 workers on 2 cores, one run ({link(ATARI_SPEED, page_dir)}); "
+                                     f"the emulators alone {env:,.0f} steps/s. The `atari` preset is K = "
+                                     f"{preset.envs_per_worker}, T = {preset.rollout_maxlen}.", width=118,
+                                     break_long_words=False, break_on_hyphens=False))
 
 
 def peers_table(page_dir, path="docs/results/peers/peers.json"):
