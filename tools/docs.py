@@ -470,10 +470,51 @@ def atari_speed_line(page_dir):
             for (count, length), rate in sorted(runs.items())]
     return (table(["K emulators a worker", "T steps a rollout", "steps/s trained", "of the emulators' alone",
                    f"x K = {original.envs_per_worker}, T = {original.rollout_maxlen} (the original's)"], rows)
-            + "\n\n" + textwrap.fill(f"{data['env_id']}, 2 workers on 2 cores, one run ({link(ATARI_SPEED, page_dir)}); "
-                                     f"the emulators alone {env:,.0f} steps/s. The `atari` preset is K = "
-                                     f"{preset.envs_per_worker}, T = {preset.rollout_maxlen}.", width=118,
-                                     break_long_words=False, break_on_hyphens=False))
+            + "\n\n" + textwrap.fill(
+                f"{data['env_id']}, 2 workers on 2 cores, one run ({link(ATARI_SPEED, page_dir)}); the emulators "
+                f"alone {env:,.0f} steps/s. The `atari` preset is K = {preset.envs_per_worker}, T = "
+                f"{preset.rollout_maxlen}.", width=118, break_long_words=False, break_on_hyphens=False))
+
+
+PONG_SETTINGS = "docs/results/pong-settings"  # archives <k>-<t>-s<seed>/ of train.py's Pong runs (reproduce's form)
+PONG_MILESTONES = (1_000_000, 2_000_000, 3_000_000)
+
+
+def pong_settings_table(page_dir, folder=PONG_SETTINGS):
+    """Pong's learning at each K x T of emulators a worker and rollout length: per setting over its seeds, the mean
+    return of the last 100 episodes at each milestone (mean, lowest to highest), and Welch's test at the last."""
+    reproduce = reproduce_module()
+    found = {}
+    for archive in sorted(glob.glob(os.path.join(ROOT, folder, "k*-t*-s*"))):
+        config = load(os.path.relpath(os.path.join(archive, "config.json"), ROOT))
+        steps, returns = reproduce.episode_arrays(archive, "env_reward")
+        means = {}
+        for milestone in PONG_MILESTONES:
+            kept = returns[steps <= milestone][-reproduce.WINDOW:]
+            means[milestone] = float(kept.mean()) if steps.size and steps[-1] >= milestone * 0.99 else None
+        values = config["hyperparameters"]
+        found.setdefault((values["envs_per_worker"], values["rollout_maxlen"]), []).append(means)
+    rows = []
+    for (count, length), seeds in sorted(found.items()):
+        cells = []
+        for milestone in PONG_MILESTONES:
+            values = [seed[milestone] for seed in seeds if seed[milestone] is not None]
+            cells.append(f"{statistics.fmean(values):.1f} ({min(values):.1f} to {max(values):.1f})" if values else "-")
+        rows.append([f"{count} x {length}", f"{len(seeds)}", *cells])
+    last = PONG_MILESTONES[-1]
+    groups = [[seed[last] for seed in seeds if seed[last] is not None] for _, seeds in sorted(found.items())]
+    test = ""
+    if len(groups) == 2 and min(map(len, groups)) >= 2:
+        (first, second), names = groups, [f"{count} x {length}" for count, length in sorted(found)]
+        result = reproduce.welch(first, second)
+        test = (f" At {short(last)}, {names[0]} minus {names[1]}: {result['difference']:+.1f} +- "
+                f"{result['error']:.1f}" + (f", Welch's p {p_text(result['p'])}" if result["p"] is not None else "")
+                + ".")
+    return (table(["K emulators x T steps", "seeds"] + [f"return at {short(m)}" for m in PONG_MILESTONES], rows)
+            + "\n\n" + textwrap.fill(
+                f"Mean return of the last 100 episodes (the seeds' mean, lowest to highest), from the archived "
+                f"episodes of each run in {link(folder, page_dir)}.{test}", width=118,
+                break_long_words=False, break_on_hyphens=False))
 
 
 def peers_table(page_dir, path="docs/results/peers/peers.json"):
@@ -729,6 +770,7 @@ GENERATORS = {
     "peers": peers_table,
     "scaling": scaling_table,
     "atari-speed": atari_speed_line,
+    "pong-settings": pong_settings_table,
     "update-cost": update_cost_table,
     "benchmarks": benchmark_reference,
     "spawns": spawn_table,
