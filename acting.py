@@ -189,11 +189,11 @@ def env_runner(envs, policy, session, rollout_len, on_episode_end, bonus=None, s
     finished = []  # (rollout, index, tally) ended since the last batch, in order
     awaiting_value = []  # (rollout, index) cut at the last step: their V(s_T) comes with the next act call
     awaiting_next_episode = []  # (rollout, index) that ended an episode: V_int of the next one's first state
-    two_streams = policy.value_int is not None
+    two_streams = policy.act_value_int is not None
     while True:
         batch_complete = len({index for _, index, _ in finished}) == count
-        fetches, feed = [policy.value_int] if two_streams else [], None
-        fetches += [policy.log_probs] if behaviour else []
+        fetches, feed = [policy.act_value_int] if two_streams else [], None
+        fetches += [policy.act_log_probs] if behaviour else []
         bonus_now = batch_complete and bonus is not None
         if bonus_now:
             fetches += [bonus.bonus_per_step, *scaler.fetches]
@@ -312,8 +312,8 @@ class ActingCopy(NetworkCopy):
 
         super().__init__(build, source.var_list, seed)
         self.policy = self.network
-        self.value_int = self.policy.value_int
-        self.log_probs = self.policy.log_probs
+        self.act_value_int = self.policy.act_value_int
+        self.act_log_probs = self.policy.act_log_probs
 
     def initial_state(self, batch_size=1):
         return self.policy.initial_state(batch_size)

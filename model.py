@@ -293,9 +293,18 @@ class LSTMPolicy:
             self.value_int = tf.reshape(linear(flat, 1, "value_int", normalized_columns_initializer(VALUE_INIT_STD)),
                                         [-1])  # [B*T]
             self.step_values_int = tf.boolean_mask(self.value_int, steps)  # [N]
-        self.log_probs = tf.nn.log_softmax(self.logits)  # [B*T, A]: what a behaviour policy records (IMPALA)
-        self.sample = tf.squeeze(tf.random.categorical(self.logits, 1), axis=1)  # [B*T]
-        self.greedy = tf.argmax(self.logits, axis=1)  # [B*T]
+        # Acting feeds one step (T = 1): the cell once on that step's gates, where dynamic_rnn would run a loop of
+        # one iteration; the same numbers in 89 operations an act call instead of 226 on Doom's head, about 0.3 ms
+        # less a call (docs/history/2026-12-04-speed.md). Steps are never reset while acting: the runner zeroes an
+        # environment's state when its episode ends.
+        act_out, self.act_state_out = LSTMCell(lstm_size, kernel)(gates[:, 0], self.state_in)  # [B, lstm]
+        with tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
+            self.act_logits = linear(act_out, num_actions, "action")  # [B, A]
+            self.act_value = tf.reshape(linear(act_out, 1, "value"), [-1])  # [B]
+            self.act_value_int = tf.reshape(linear(act_out, 1, "value_int"), [-1]) if two_streams else None  # [B]
+        self.act_log_probs = tf.nn.log_softmax(self.act_logits)  # [B, A]: what a behaviour policy records (IMPALA)
+        self.act_sample = tf.squeeze(tf.random.categorical(self.act_logits, 1), axis=1)  # [B]
+        self.act_greedy = tf.argmax(self.act_logits, axis=1)  # [B]
         self.var_list = variables_since(variables_before)
 
     def feed(self, observations, state):
@@ -316,16 +325,17 @@ class LSTMPolicy:
         [fetched])."""
         all_feed = self.feed(observations, state)
         all_feed.update(feed or {})
-        action_op = self.greedy if greedy else self.sample
-        actions, values, (c, h), *fetched = session.run([action_op, self.value, self.state_out, *fetches], all_feed)
+        action_op = self.act_greedy if greedy else self.act_sample
+        actions, values, (c, h), *fetched = session.run([action_op, self.act_value, self.act_state_out, *fetches],
+                                                        all_feed)
         return actions, values, LSTMState(c, h), fetched
 
     def value_of(self, session, observations, state):
         """V(s) for B environments given their LSTM state, e.g. to bootstrap a cut-off rollout: (values [B],
         the intrinsic head's values [B] or None)."""
-        if self.value_int is None:
-            return session.run(self.value, self.feed(observations, state)), None
-        return tuple(session.run([self.value, self.value_int], self.feed(observations, state)))
+        if self.act_value_int is None:
+            return session.run(self.act_value, self.feed(observations, state)), None
+        return tuple(session.run([self.act_value, self.act_value_int], self.feed(observations, state)))
 
 
 def observation_placeholder(observation_shape, observation_dtype, name):

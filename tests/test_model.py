@@ -133,6 +133,40 @@ def test_the_policys_lstm_is_the_lstm_written_out_over_sequences_of_different_le
         np.testing.assert_allclose(run.logits[k], outputs @ run.w + run.b, rtol=1e-4, atol=1e-5)
 
 
+def test_acting_a_step_at_a_time_gives_what_the_sequence_path_gives_over_the_same_steps(graph):
+    """The act path runs the cell once a call, outside dynamic_rnn's loop: 3 environments acted on for 4 steps, each
+    call fed the last one's state, give the sequence path's logits, values (both heads) and final state over those
+    4 steps from the same start; greedy actions are the logits' argmax, a behaviour's log-probabilities theirs."""
+    policy = LSTMPolicy((3,), num_actions=2, lstm_size=5, two_streams=True)
+    rng = np.random.default_rng(3)
+    observations = rng.normal(size=(3, 4, 3)).astype(np.float32)
+    start = LSTMState(*rng.normal(size=(2, 3, 5)).astype(np.float32))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        session.run([v.assign(rng.normal(size=v.shape) / 2) for v in policy.var_list])
+        logits, values, values_int, (c, h) = session.run(
+            [policy.logits, policy.value, policy.value_int, policy.state_out],
+            {policy.x: observations, policy.state_in.c: start.c, policy.state_in.h: start.h})
+        state, acted = start, []
+        for step in range(4):
+            actions, step_values, next_state, (step_logits, step_values_int, log_probs) = policy.act_and_fetch(
+                session, observations[:, step], state, [policy.act_logits, policy.act_value_int,
+                                                        policy.act_log_probs], greedy=True)
+            acted.append((actions, step_values, step_logits, step_values_int, log_probs))
+            state = next_state
+    logits, values, values_int = logits.reshape(3, 4, 2), values.reshape(3, 4), values_int.reshape(3, 4)
+    for step, (actions, step_values, step_logits, step_values_int, log_probs) in enumerate(acted):
+        np.testing.assert_allclose(step_logits, logits[:, step], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(step_values, values[:, step], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(step_values_int, values_int[:, step], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(actions, logits[:, step].argmax(axis=1))
+        np.testing.assert_allclose(np.exp(log_probs).sum(axis=1), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(log_probs[:, 1] - log_probs[:, 0], logits[:, step, 1] - logits[:, step, 0],
+                                   rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(state.c, c, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.h, h, rtol=1e-5, atol=1e-6)
+
+
 def test_a_reset_inside_a_sequence_starts_the_policys_lstm_again_from_zeros(graph):
     """Sequences of 5 frames with a reset at frame 2 (the first) and at none (the second): the first's outputs are
     the numpy LSTM's over frames 0-1 from its start state, then over frames 2-4 from the zero state; the second's

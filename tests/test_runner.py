@@ -21,7 +21,7 @@ class CountingPolicy:
     """Walks right; the value is 10 x the observed position; the 'LSTM state' counts each environment's steps."""
 
     action = 1
-    value_int = None  # one value head
+    act_value_int = None  # one value head
 
     def __init__(self):
         self.calls = 0
@@ -90,10 +90,10 @@ def test_rollouts_fill_unrolls_of_the_frames_given_through_episodes_ends():
 class TwoHeadedPolicy(CountingPolicy):
     """CountingPolicy with a second value head: V_int = 100 + the observed position."""
 
-    value_int = "V_int"
+    act_value_int = "V_int"
 
     def act_and_fetch(self, session, observations, state, fetches=(), feed=None):
-        assert fetches[0] == self.value_int, "V_int comes with every act call"
+        assert fetches[0] == self.act_value_int, "V_int comes with every act call"
         actions, values, state, fetched = super().act_and_fetch(session, observations, state, fetches[1:], feed)
         return actions, values, state, [100.0 + values / 10.0] + fetched
 
