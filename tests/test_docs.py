@@ -215,8 +215,8 @@ def test_a_minigrid_line_names_the_best_method_its_seeds_at_rides_level_and_its_
 
 def test_the_pong_settings_table_gives_each_setting_over_its_seeds_and_tests_them_at_the_last_milestone(tmp_path):
     """Two settings x 2 seeds, each seed's returns constant from 1.5M on: at 3M the last 100 episodes' means
-    (-10, -12 against -20, -18), their spread, and Welch's test of the difference (+8); a seed short of 3M gives
-    none there."""
+    (-10, -12 against -20, -18), their spread, and Welch's test of the other against the atari preset's 4 x 20 (-8);
+    a seed short of 3M gives none there."""
     def run(name, count, length, late, steps=3_000_000):
         archive = tmp_path / name
         archive.mkdir()
@@ -232,9 +232,9 @@ def test_the_pong_settings_table_gives_each_setting_over_its_seeds_and_tests_the
     run("k16-t5-s0", 16, 5, -20)
     run("k16-t5-s1", 16, 5, -18)
     text = generator.pong_settings_table(str(tmp_path), str(tmp_path))
-    assert "| 4 x 20 | 2 | -21.0 (-21.0 to -21.0) | -11.0 (-12.0 to -10.0) | -11.0 (-12.0 to -10.0) |" in text, text
+    assert "| 4 x 20 (the `atari` preset) | 2 | -21.0 (-21.0 to -21.0) | -11.0 (-12.0 to -10.0) | -11.0 (-12.0 to -10.0) |" in text, text
     assert "| 16 x 5 | 2 | -21.0 (-21.0 to -21.0) | -19.0 (-20.0 to -18.0) | -19.0 (-20.0 to -18.0) |" in text, text
-    assert "4 x 20 minus 16 x 5: +8.0 +- 1.4, Welch's p 0.030" in " ".join(text.split()), text
+    assert "At 3M: 16 x 5 minus the preset's -8.0 +- 1.4 (Welch's p 0.030)." in " ".join(text.split()), text
     run("k1-t20-s0", 1, 20, -15, steps=2_000_000)
     assert "| 1 x 20 | 1 | -21.0 (-21.0 to -21.0) | -15.0 (-15.0 to -15.0) | - |" in generator.pong_settings_table(
         str(tmp_path), str(tmp_path))

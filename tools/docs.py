@@ -482,8 +482,11 @@ PONG_MILESTONES = (1_000_000, 2_000_000, 3_000_000)
 
 def pong_settings_table(page_dir, folder=PONG_SETTINGS):
     """Pong's learning at each K x T of emulators a worker and rollout length: per setting over its seeds, the mean
-    return of the last 100 episodes at each milestone (mean, lowest to highest), and Welch's test at the last."""
+    return of the last 100 episodes at each milestone (mean, lowest to highest), and Welch's test of each against
+    the `atari` preset's at the last."""
     reproduce = reproduce_module()
+    preset = constants.config_from_overrides([], "atari")
+    preset_key = (preset.envs_per_worker, preset.rollout_maxlen)
     found = {}
     for archive in sorted(glob.glob(os.path.join(ROOT, folder, "k*-t*-s*"))):
         config = load(os.path.relpath(os.path.join(archive, "config.json"), ROOT))
@@ -500,16 +503,18 @@ def pong_settings_table(page_dir, folder=PONG_SETTINGS):
         for milestone in PONG_MILESTONES:
             values = [seed[milestone] for seed in seeds if seed[milestone] is not None]
             cells.append(f"{statistics.fmean(values):.1f} ({min(values):.1f} to {max(values):.1f})" if values else "-")
-        rows.append([f"{count} x {length}", f"{len(seeds)}", *cells])
+        name = f"{count} x {length}" + (" (the `atari` preset)" if (count, length) == preset_key else "")
+        rows.append([name, f"{len(seeds)}", *cells])
     last = PONG_MILESTONES[-1]
-    groups = [[seed[last] for seed in seeds if seed[last] is not None] for _, seeds in sorted(found.items())]
-    test = ""
-    if len(groups) == 2 and min(map(len, groups)) >= 2:
-        (first, second), names = groups, [f"{count} x {length}" for count, length in sorted(found)]
-        result = reproduce.welch(first, second)
-        test = (f" At {short(last)}, {names[0]} minus {names[1]}: {result['difference']:+.1f} +- "
-                f"{result['error']:.1f}" + (f", Welch's p {p_text(result['p'])}" if result["p"] is not None else "")
-                + ".")
+    at_last = {key: [seed[last] for seed in seeds if seed[last] is not None] for key, seeds in found.items()}
+    tests = []
+    for (count, length), values in sorted(at_last.items()):
+        if (count, length) != preset_key and min(len(values), len(at_last.get(preset_key, []))) >= 2:
+            result = reproduce.welch(values, at_last[preset_key])
+            tests.append(f"{count} x {length} minus the preset's {result['difference']:+.1f} +- "
+                         f"{result['error']:.1f}" + (f" (Welch's p {p_text(result['p'])})"
+                                                     if result["p"] is not None else ""))
+    test = f" At {short(last)}: " + "; ".join(tests) + "." if tests else ""
     return (table(["K emulators x T steps", "seeds"] + [f"return at {short(m)}" for m in PONG_MILESTONES], rows)
             + "\n\n" + textwrap.fill(
                 f"Mean return of the last 100 episodes (the seeds' mean, lowest to highest), from the archived "
