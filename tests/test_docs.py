@@ -232,7 +232,8 @@ def test_the_pong_settings_table_gives_each_setting_over_its_seeds_and_tests_the
     run("k16-t5-s0", 16, 5, -20)
     run("k16-t5-s1", 16, 5, -18)
     text = generator.pong_settings_table(str(tmp_path), str(tmp_path))
-    assert "| 4 x 20 (the `atari` preset) | 2 | -21.0 (-21.0 to -21.0) | -11.0 (-12.0 to -10.0) | -11.0 (-12.0 to -10.0) |" in text, text
+    assert ("| 4 x 20 (the `atari` preset) | 2 | -21.0 (-21.0 to -21.0) | -11.0 (-12.0 to -10.0) | -11.0 (-12.0 to "
+            "-10.0) |") in text, text
     assert "| 16 x 5 | 2 | -21.0 (-21.0 to -21.0) | -19.0 (-20.0 to -18.0) | -19.0 (-20.0 to -18.0) |" in text, text
     assert "At 3M: 16 x 5 minus the preset's -8.0 +- 1.4 (Welch's p 0.030)." in " ".join(text.split()), text
     run("k1-t20-s0", 1, 20, -15, steps=2_000_000)
