@@ -206,7 +206,8 @@ A3C_PRESETS = {
     "minigrid": _MINIGRID,
     # The original's constants with 4 emulators a worker, stepped side by side: an update per 80 steps of a worker,
     # A2C's batch on Atari (16 environments x 5 steps). 2 workers on Pong trained 2.5x the steps a second of one
-    # emulator each, and 16 x 5 3.4x; at 3M steps 4 x 20 had the higher return (docs/speed.md, "Figures").
+    # emulator each, and 16 x 5 3.4x; at 3M steps two seeds of each did not tell their returns apart
+    # (docs/speed.md, "Figures").
     "atari": {"envs_per_worker": "4"},
 }
 # `dqn_classic` below, and `dqn_classic_curiosity` with three changes.
