@@ -86,6 +86,10 @@ def test_playback_bonus_is_the_raw_bonus_over_the_return_std(graph):
 
 
 def test_the_predictor_trains_on_the_kept_share_of_the_steps_by_hand(graph):
+    # the steps kept and the networks' weights (their heads' initializer draws from numpy) fixed: a random share's
+    # loss can come within the last check's 0.1% of all steps' by chance (0.9% apart with these seeds)
+    tf1.set_random_seed(1)
+    np.random.seed(1)
     rnd = RandomNetworkDistillation((4,), 2)
     variables_before = set(tf1.global_variables())
     loss = rnd.networks.share_loss(0.25)
