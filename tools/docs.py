@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import algorithms  # noqa: E402
 import constants  # noqa: E402
+import logdir  # noqa: E402
 import status  # noqa: E402
 import train  # noqa: E402
 
@@ -457,6 +458,12 @@ def update_cost_table(page_dir):
 ATARI_SPEED = "docs/results/speed/pong-k1-k4-k16-t20-t5.json"
 
 
+def atari_setting():
+    """The `atari` preset's (K emulators a worker, T steps a rollout)."""
+    preset = constants.config_from_overrides([], "atari")
+    return preset.envs_per_worker, preset.rollout_maxlen
+
+
 def atari_speed_line(page_dir):
     """Pong's training steps/s at each number K of emulators a worker and rollout length T, from one run of
     benchmarks/throughput.py, against the original's K and T and the `atari` preset's."""
@@ -464,7 +471,7 @@ def atari_speed_line(page_dir):
     env = next(r for r in data["results"] if r["measurement"] == "env")["aggregate_steps_per_sec"]
     runs = {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
             if r["measurement"] == "training"}
-    original, preset = constants.Config(), constants.config_from_overrides([], "atari")
+    original = constants.Config()
     base = runs[(original.envs_per_worker, original.rollout_maxlen)]
     rows = [[f"{count}", f"{length}", f"{rate:,.0f}", f"{rate / env:.2f}", f"{rate / base:.2f}x"]
             for (count, length), rate in sorted(runs.items())]
@@ -472,8 +479,8 @@ def atari_speed_line(page_dir):
                    f"x K = {original.envs_per_worker}, T = {original.rollout_maxlen} (the original's)"], rows)
             + "\n\n" + textwrap.fill(
                 f"{data['env_id']}, 2 workers on 2 cores, one run ({link(ATARI_SPEED, page_dir)}); the emulators "
-                f"alone {env:,.0f} steps/s. The `atari` preset is K = {preset.envs_per_worker}, T = "
-                f"{preset.rollout_maxlen}.", width=118, break_long_words=False, break_on_hyphens=False))
+                f"alone {env:,.0f} steps/s. The `atari` preset is K = {atari_setting()[0]}, T = "
+                f"{atari_setting()[1]}.", width=118, break_long_words=False, break_on_hyphens=False))
 
 
 PONG_SETTINGS = "docs/results/pong-settings"  # archives <k>-<t>-s<seed>/ of train.py's Pong runs (reproduce's form)
@@ -485,16 +492,13 @@ def pong_settings_table(page_dir, folder=PONG_SETTINGS):
     return of the last 100 episodes at each milestone (mean, lowest to highest), and Welch's test of each against
     the `atari` preset's at the last."""
     reproduce = reproduce_module()
-    preset = constants.config_from_overrides([], "atari")
-    preset_key = (preset.envs_per_worker, preset.rollout_maxlen)
+    preset_key = atari_setting()
     found = {}
     for archive in sorted(glob.glob(os.path.join(ROOT, folder, "k*-t*-s*"))):
         config = load(os.path.relpath(os.path.join(archive, "config.json"), ROOT))
+        reached = (logdir.read_json(os.path.join(archive, "run.json")) or {}).get("global_step")
         steps, returns = reproduce.episode_arrays(archive, "env_reward")
-        means = {}
-        for milestone in PONG_MILESTONES:
-            kept = returns[steps <= milestone][-reproduce.WINDOW:]
-            means[milestone] = float(kept.mean()) if steps.size and steps[-1] >= milestone * 0.99 else None
+        means = {milestone: reproduce.success_at(steps, returns, milestone, reached) for milestone in PONG_MILESTONES}
         values = config["hyperparameters"]
         found.setdefault((values["envs_per_worker"], values["rollout_maxlen"]), []).append(means)
     rows = []
