@@ -294,13 +294,16 @@ class Supervisor:
         """A parameter server (or Ape-X learner) that died comes back empty: every session on it is lost, and each
         would find out only at its next call (measured: 7-10 s later on Doom, then its own teardown). The tasks of
         the jobs it serves (Role.restarts) are started again with it at once, as a planned restart, not a failure;
-        the chief restores the last checkpoint."""
+        the chief restores the last checkpoint. Those that had finished start again too: the run's global step
+        goes back to that checkpoint, below the budget they had reached (an Ape-X learner resumed with no actor
+        would wait for transitions forever)."""
         for member in self.members:
-            if member.role.job not in server.role.restarts or member.process is None or member.done:
+            if member.role.job not in server.role.restarts or (member.process is None and not member.done):
                 continue
-            kill_group(member.process.pid)
-            member.process.wait()
-            member.process, member.recycling, member.due = None, False, now
+            if member.process is not None:
+                kill_group(member.process.pid)
+                member.process.wait()
+            member.process, member.recycling, member.due, member.done = None, False, now, False
             member.restarts += 1
             member.last_reason = f"restarted with {server.name}"
             logger.warning("%s: started again with %s, whose variables it had lost", member.name, server.name)

@@ -267,6 +267,24 @@ def test_workers_are_started_again_with_a_parameter_server_that_died_not_counted
         each.process.kill()
 
 
+def test_actors_that_had_finished_start_again_with_a_learner_that_died(tmp_path):
+    """The learner resumes from its checkpoint, below the budget the actors had reached: without them it would
+    wait for transitions forever."""
+    lives = tmp_path / "lives"
+    lives.mkdir()
+    code = f"import os, pathlib; (pathlib.Path({str(lives)!r}) / str(os.getpid())).touch()"  # plays, finishes
+    supervisor = supervise.Supervisor(str(tmp_path), {"learner": python("import time; time.sleep(60)"),
+                                                      "a-0": python(code), "a-1": python(code)}, **FAST)
+    learner, actors = member(supervisor, "learner"), [member(supervisor, "a-0"), member(supervisor, "a-1")]
+    run_until(supervisor, lambda: all(actor.done for actor in actors))
+    learner.process.kill()
+    run_until(supervisor, lambda: len(list(lives.iterdir())) == 4 and all(actor.done for actor in actors))
+    for actor in actors:
+        assert actor.restarts == 1 and not actor.failures and actor.last_reason == "restarted with learner"
+    assert supervisor.outcome is None
+    learner.process.kill()
+
+
 def test_the_workers_memory_limit_is_their_share_of_half_the_machine():
     with open("/proc/meminfo") as handle:
         total_mb = int(handle.readline().split()[1]) / 1024
