@@ -48,6 +48,7 @@ QUEUE_NAME = "apex_transitions"  # the shared_name: one queue for every process'
 MAX_ACTORS = 1024  # the tokens the finished actors' queue holds
 RECEIVE_MAX = 1024  # transitions the learner takes from the queue at once
 RECEIVE_IDLE_SECS = 0.005  # the learner's pause when the queue was empty and no update was due
+STARVED_SECS = 60.0  # a learner that received nothing this long says so (again each time as long)
 SEND_EVERY = 50  # steps an actor plays between sends (Ape-X's local buffer: 50 transitions per actor)
 SYNC_EVERY = 400  # steps an actor plays between weight fetches (Ape-X: every 400 frames)
 FINISH_GRACE_SECS = 30.0  # after max_global_steps the learner serves until every actor has finished, this long at most
@@ -245,9 +246,17 @@ class Learner:
         self.session = session = AbortRetrySession(session)
         self.learning.start(session)
         self.receive(session)
+        fed = time.time()  # when transitions last came, or the last warning that none did
         while not stop_flag.stop and self.last_global_step < self.config.max_global_steps:
-            if not self.train_due(session, stop_flag, heartbeat) and not self.receive(session):
+            if self.train_due(session, stop_flag, heartbeat) or self.receive(session):
+                fed = time.time()
+            else:
                 time.sleep(RECEIVE_IDLE_SECS)
+                if time.time() - fed > STARVED_SECS:
+                    fed = time.time()
+                    logger.warning("no transitions from the actors for %.0f s at global step %d of %d: is any "
+                                   "actor running? (a finished actor does not come back by itself)", STARVED_SECS,
+                                   self.last_global_step, self.config.max_global_steps)
             heartbeat.beat(self, 0)
 
     def train_due(self, session, stop_flag, heartbeat):

@@ -3,6 +3,7 @@ exploration schedule, and the one-process mode end to end (learns a corridor, lo
 demo.py, refuses another algorithm on its log directory)."""
 import csv
 import json
+import logging
 import os
 import re
 import signal
@@ -757,6 +758,36 @@ class Unattended:
 
     def __call__(self, stats):
         pass
+
+
+def test_an_apex_learner_that_receives_nothing_says_so(graph, monkeypatch, caplog):
+    """A learner with no actor left (on a machine whose run is over) would otherwise wait in silence."""
+    import tensorflow as tf
+
+    import apex
+    import envs
+    import replay
+
+    config = small_config(max_global_steps=120)
+    env = envs.create_env("Corridor-v0")
+    network = apex.ApeXGraph(env.observation_space, env.action_space, config, "mlp", "/cpu:0", "/cpu:0")
+    session = tf.compat.v1.Session()
+    session.run(tf.compat.v1.global_variables_initializer())
+    memory = replay.PrioritizedReplay(1000, env.observation_space.shape, np.float32, alpha=0.5)
+    learner = apex.Learner(network, config, memory, writer=None)
+    monkeypatch.setattr(apex, "STARVED_SECS", 0.2)
+
+    class StopOnWarning(Unattended):
+        def beat(self, *args, **kwargs):  # the loop's every round: stop once warned (bounded by the clock)
+            self.stop = "no transitions" in caplog.text or time.time() > deadline
+
+    deadline = time.time() + 30
+    with caplog.at_level(logging.WARNING, logger="apex"):
+        flag = StopOnWarning()  # the stop flag and the heartbeat
+        learner.run(session, flag, flag)
+    learner.close()
+    assert "no transitions from the actors for 0 s at global step 0 of 120" in caplog.text, caplog.text
+    assert time.time() < deadline
 
 
 def test_an_apex_actor_runs_a_stuck_sync_again_but_never_a_send(graph):
