@@ -504,7 +504,8 @@ def test_auto_preset_keeps_adam_epsilon_small_when_a_bonus_must_be_followed():
     assert constants.resolve_preset("auto", "image", "doom", "action") == "doom"
     assert constants.config_from_overrides([], "doom").envs_per_worker == 4
     assert constants.resolve_preset("auto", "image", "atari") == "atari"
-    assert constants.config_from_overrides([], "atari").envs_per_worker == 4
+    assert (constants.config_from_overrides([], "atari").envs_per_worker,
+            constants.config_from_overrides([], "atari").rollout_maxlen) == (16, 5)
     assert constants.resolve_preset("auto", "image", "mario") == "mario"
     assert constants.config_from_overrides([], "classic").adam_epsilon == 0.1
     assert constants.config_from_overrides([], "classic_curiosity").adam_epsilon == 1e-8

@@ -157,7 +157,7 @@ def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
         len(row.hyperparameters) for row in algorithms.ALGORITHMS.values())
     assert constants.resolve_preset("auto", "vector", "gymnasium", "none", "sac") == "sac_classic"
     assert constants.resolve_preset("auto", "vector", "gymnasium", "icm", "dqn") == "dqn_classic_curiosity"
-    assert constants.resolve_preset("auto", "image", "atari") == "atari"  # A3C: 4 emulators a worker
+    assert constants.resolve_preset("auto", "image", "atari") == "atari"  # A3C: 16 emulators a worker
     assert constants.resolve_preset("auto", "image", "atari", "none", "dqn") == "dqn"
 
 

@@ -487,20 +487,23 @@ PONG_SETTINGS = "docs/results/pong-settings"  # archives <k>-<t>-s<seed>/ of tra
 PONG_MILESTONES = (1_000_000, 2_000_000, 3_000_000)
 
 
-def pong_settings_table(page_dir, folder=PONG_SETTINGS):
+def pong_settings_table(page_dir, folder=PONG_SETTINGS, speed=ATARI_SPEED):
     """Pong's learning at each K x T of emulators a worker and rollout length: per setting over its seeds, the mean
     return of the last 100 episodes at each milestone (mean, lowest to highest), and Welch's test of each against
-    the `atari` preset's at the last."""
+    the `atari` preset's at the last milestone, and in equal training time (`speed`'s steps/s of the two)."""
     reproduce = reproduce_module()
     preset_key = atari_setting()
-    found = {}
+    found, curves = {}, {}
     for archive in sorted(glob.glob(os.path.join(ROOT, folder, "k*-t*-s*"))):
         config = load(os.path.relpath(os.path.join(archive, "config.json"), ROOT))
         reached = (logdir.read_json(os.path.join(archive, "run.json")) or {}).get("global_step")
         steps, returns = reproduce.episode_arrays(archive, "env_reward")
         means = {milestone: reproduce.success_at(steps, returns, milestone, reached) for milestone in PONG_MILESTONES}
         values = config["hyperparameters"]
-        found.setdefault((values["envs_per_worker"], values["rollout_maxlen"]), []).append(means)
+        key = values["envs_per_worker"], values["rollout_maxlen"]
+        found.setdefault(key, []).append(means)
+        curves.setdefault(key, []).append(lambda step, data=(steps, returns, reached): reproduce.success_at(
+            data[0], data[1], step, data[2]))
     rows = []
     for (count, length), seeds in sorted(found.items()):
         cells = []
@@ -519,11 +522,37 @@ def pong_settings_table(page_dir, folder=PONG_SETTINGS):
                          f"{result['error']:.1f}" + (f" (Welch's p {p_text(result['p'])})"
                                                      if result["p"] is not None else ""))
     test = f" At {short(last)}: " + "; ".join(tests) + "." if tests else ""
+    test += equal_time_tests(curves, preset_key, last, speed)
     return (table(["K emulators x T steps", "seeds"] + [f"return at {short(m)}" for m in PONG_MILESTONES], rows)
             + "\n\n" + textwrap.fill(
                 f"Mean return of the last 100 episodes (the seeds' mean, lowest to highest), from the archived "
                 f"episodes of each run in {link(folder, page_dir)}.{test}", width=118,
                 break_long_words=False, break_on_hyphens=False))
+
+
+def equal_time_tests(curves, preset_key, last, speed):
+    """Each setting against the preset in equal training time: the faster of the two at `last` steps, the slower
+    at the steps its rate makes meanwhile (the rates of one run of the throughput benchmark); '' without rates."""
+    data = load(speed)
+    rates = {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
+             if r["measurement"] == "training"}
+    tests = []
+    for key in sorted(curves):
+        if key == preset_key or preset_key not in curves or key not in rates or preset_key not in rates:
+            continue
+        fast, slow = (key, preset_key) if rates[key] >= rates[preset_key] else (preset_key, key)
+        step = last * rates[slow] / rates[fast]
+        fast_values = [value for value in (curve(last) for curve in curves[fast]) if value is not None]
+        slow_values = [value for value in (curve(step) for curve in curves[slow]) if value is not None]
+        if min(len(fast_values), len(slow_values)) < 2:
+            continue
+        result = reproduce_module().welch(fast_values, slow_values)
+        tests.append(f"{fast[0]} x {fast[1]} at {short(last)} against {slow[0]} x {slow[1]} at {step / 1e6:.2f}M, "
+                     f"{statistics.fmean(fast_values):.1f} against {statistics.fmean(slow_values):.1f}: "
+                     f"{result['difference']:+.1f} +- {result['error']:.1f}"
+                     + (f" (Welch's p {p_text(result['p'])})" if result["p"] is not None else ""))
+    return (" In equal training time (the steps/s of the speed table above): " + "; ".join(tests) + "."
+            if tests else "")
 
 
 def peers_table(page_dir, path="docs/results/peers/peers.json"):
