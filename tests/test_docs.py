@@ -358,3 +358,26 @@ def test_each_algorithm_has_its_page_with_the_same_headings():
         page = os.path.join(ROOT, "docs", f"{name}.md")
         headings = [line[3:].strip() for line in open(page).read().splitlines() if line.startswith("## ")]
         assert headings == ALGORITHM_HEADINGS, f"docs/{name}.md: {headings}"
+
+
+def test_the_learners_table_gives_each_learners_seeds_on_one_task_and_tests_their_steps_to_solve(tmp_path):
+    """Two reports of 3 and 2 seeds: success at 3M and 5M over the seeds that got there, the seeds solved for good
+    with their steps, each run's hours over its sittings and its steps/s, and Welch's test of the solved steps."""
+    def report(name, seeds):
+        folder = tmp_path / name
+        folder.mkdir()
+        runs = {str(index): {
+            "success_at": {"3000000": at_3m, "5000000": at_5m}, "sustained_from": solved,
+            "sittings": [{"started": "2026-12-01T10:00:00", "ended": f"2026-12-01T{10 + hours}:00:00", "from_step": 0,
+                          "at_step": 3_600_000 * hours}]}
+            for index, (at_3m, at_5m, solved, hours) in enumerate(seeds)}
+        (folder / "results.json").write_text(json.dumps(
+            {"tasks": {"doomSparse": {"icm": {"setups": ["2 x 4"], "seeds": runs}}}}))
+        return str(folder)
+
+    first = report("a3c", [(0.1, 1.0, 4_000_000, 2), (0.2, 0.9, 5_000_000, 2), (0.0, 0.1, None, 1)])
+    second = report("impala", [(0.5, 1.0, 3_000_000, 1), (0.7, None, 3_500_000, 1)])
+    text = generator.learners_table(str(tmp_path), (("A3C", first), ("IMPALA", second)))
+    assert "| A3C | 2 x 4 | 3 | 0.10 (0.00-0.20) | 0.67 (0.10-1.00) | 2 of 3 (4.00M, 5.00M, -) | 1.00-2.00 | 1,000 |" in text
+    assert "| IMPALA | 2 x 4 | 2 | 0.60 (0.50-0.70) | 1.00 (1.00) | 2 of 2 (3.00M, 3.50M) | 1.00 | 1,000 |" in text
+    assert "IMPALA's step to solved for good minus A3C's: -1.25M +- 0.56M (Welch's p" in " ".join(text.split()), text

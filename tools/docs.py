@@ -555,6 +555,54 @@ def equal_time_tests(curves, preset_key, last, speed):
             if tests else "")
 
 
+IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's report of IMPALA + ICM runs
+
+
+def run_hours(seed):
+    """A run's own time, the sum of its sittings' spans in hours, and the steps made in them."""
+    import datetime
+
+    seconds = sum((datetime.datetime.fromisoformat(sitting["ended"])
+                   - datetime.datetime.fromisoformat(sitting["started"])).total_seconds() for sitting in seed["sittings"])
+    return seconds / 3600, sum(sitting["at_step"] - sitting["from_step"] for sitting in seed["sittings"])
+
+
+def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DOOM)), task="doomSparse",
+                   method="icm", milestones=(3_000_000, 5_000_000)):
+    """One bonus on one task under each learner, from reproduce.py's reports: success at the milestones (the
+    seeds' mean and range), the seeds solved for good and at which step, each run's own hours and steps/s; Welch's
+    test of the steps to solved for good between the first two."""
+    rows, solved_steps = [], {}
+    for name, report in reports:
+        summary = load(f"{report}/results.json")["tasks"][task][method]
+        seeds = [summary["seeds"][key] for key in sorted(summary["seeds"], key=int)]
+        cells = []
+        for milestone in milestones:
+            values = [seed["success_at"][str(milestone)] for seed in seeds
+                      if seed["success_at"].get(str(milestone)) is not None]
+            cells.append(f"{statistics.fmean(values):.2f} ({span(values, '{:.2f}')})" if values else "-")
+        solved = [seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None]
+        solved_steps[name] = solved
+        steps = ", ".join(f"{seed['sustained_from'] / 1e6:.2f}M" if seed.get("sustained_from") else "-"
+                          for seed in seeds)
+        timed = [run_hours(seed) for seed in seeds]
+        rows.append([name, ", ".join(summary["setups"]), f"{len(seeds)}", *cells,
+                     f"{len(solved)} of {len(seeds)} ({steps})", span([hours for hours, _ in timed], "{:.2f}"),
+                     span([made / (hours * 3600) for hours, made in timed])])
+    text = table(["learner", "set-up", "seeds"] + [f"success at {short(m)}" for m in milestones]
+                 + ["solved for good (each seed's step)", "hours a run", "steps/s a run"], rows)
+    sources = ", ".join(f"{name}'s {link(f'{report}/results.md', page_dir)}" for name, report in reports)
+    text += (f"\n\n`{task}` with the {method.upper()}, from each learner's report ({sources}). A run's hours are its "
+             f"sittings' spans, on the machines its report names (these drift by up to 1.7x).")
+    first, second = (name for name, _ in reports[:2])
+    if min(len(solved_steps[first]), len(solved_steps[second])) >= 2:
+        result = reproduce_module().welch(solved_steps[second], solved_steps[first])
+        text += (f" {second}'s step to solved for good minus {first}'s: {result['difference'] / 1e6:+.2f}M +- "
+                 f"{result['error'] / 1e6:.2f}M" + (f" (Welch's p {p_text(result['p'])})." if result["p"] is not None
+                                                     else "."))
+    return text
+
+
 def peers_table(page_dir, path="docs/results/peers/peers.json"):
     """benchmarks/peers.py's rounds: each peer's agent steps/s and its ratio to sample-factory's in the round."""
     rounds = load(path)["rounds"]
