@@ -15,6 +15,8 @@ file it names, so that a figure shown on several pages comes from one file and a
 """
 import argparse
 import contextlib
+import datetime
+import functools
 import glob
 import io
 import json
@@ -464,13 +466,18 @@ def atari_setting():
     return preset.envs_per_worker, preset.rollout_maxlen
 
 
+def training_rates(data):
+    """{(K, T): steps/s trained} of one run of benchmarks/throughput.py."""
+    return {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
+            if r["measurement"] == "training"}
+
+
 def atari_speed_line(page_dir):
     """Pong's training steps/s at each number K of emulators a worker and rollout length T, from one run of
     benchmarks/throughput.py, against the original's K and T and the `atari` preset's."""
     data = load(ATARI_SPEED)
     env = next(r for r in data["results"] if r["measurement"] == "env")["aggregate_steps_per_sec"]
-    runs = {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
-            if r["measurement"] == "training"}
+    runs = training_rates(data)
     original = constants.Config()
     base = runs[(original.envs_per_worker, original.rollout_maxlen)]
     rows = [[f"{count}", f"{length}", f"{rate:,.0f}", f"{rate / env:.2f}", f"{rate / base:.2f}x"]
@@ -493,17 +500,16 @@ def pong_settings_table(page_dir, folder=PONG_SETTINGS, speed=ATARI_SPEED):
     the `atari` preset's at the last milestone, and in equal training time (`speed`'s steps/s of the two)."""
     reproduce = reproduce_module()
     preset_key = atari_setting()
-    found, curves = {}, {}
+    curves = {}  # {(K, T): each seed's mean return of the last 100 episodes at a step}
     for archive in sorted(glob.glob(os.path.join(ROOT, folder, "k*-t*-s*"))):
         config = load(os.path.relpath(os.path.join(archive, "config.json"), ROOT))
         reached = (logdir.read_json(os.path.join(archive, "run.json")) or {}).get("global_step")
         steps, returns = reproduce.episode_arrays(archive, "env_reward")
-        means = {milestone: reproduce.success_at(steps, returns, milestone, reached) for milestone in PONG_MILESTONES}
         values = config["hyperparameters"]
-        key = values["envs_per_worker"], values["rollout_maxlen"]
-        found.setdefault(key, []).append(means)
-        curves.setdefault(key, []).append(lambda step, data=(steps, returns, reached): reproduce.success_at(
-            data[0], data[1], step, data[2]))
+        curves.setdefault((values["envs_per_worker"], values["rollout_maxlen"]), []).append(
+            functools.partial(reproduce.success_at, steps, returns, reached=reached))
+    found = {key: [{milestone: curve(milestone) for milestone in PONG_MILESTONES} for curve in seeds]
+             for key, seeds in curves.items()}
     rows = []
     for (count, length), seeds in sorted(found.items()):
         cells = []
@@ -533,9 +539,7 @@ def pong_settings_table(page_dir, folder=PONG_SETTINGS, speed=ATARI_SPEED):
 def equal_time_tests(curves, preset_key, last, speed):
     """Each setting against the preset in equal training time: the faster of the two at `last` steps, the slower
     at the steps its rate makes meanwhile (the rates of one run of the throughput benchmark); '' without rates."""
-    data = load(speed)
-    rates = {(r["envs_per_worker"], r["rollout_maxlen"]): r["aggregate_steps_per_sec"] for r in data["results"]
-             if r["measurement"] == "training"}
+    rates = training_rates(load(speed))
     tests = []
     for key in sorted(curves):
         if key == preset_key or preset_key not in curves or key not in rates or preset_key not in rates:
@@ -560,8 +564,6 @@ IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's 
 
 def run_hours(seed):
     """A run's own time, the sum of its sittings' spans in hours, and the steps made in them."""
-    import datetime
-
     seconds = sum((datetime.datetime.fromisoformat(sitting["ended"])
                    - datetime.datetime.fromisoformat(sitting["started"])).total_seconds() for sitting in seed["sittings"])
     return seconds / 3600, sum(sitting["at_step"] - sitting["from_step"] for sitting in seed["sittings"])
@@ -583,7 +585,7 @@ def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DO
             cells.append(f"{statistics.fmean(values):.2f} ({span(values, '{:.2f}')})" if values else "-")
         solved = [seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None]
         solved_steps[name] = solved
-        steps = ", ".join(f"{seed['sustained_from'] / 1e6:.2f}M" if seed.get("sustained_from") else "-"
+        steps = ", ".join(f"{seed['sustained_from'] / 1e6:.2f}M" if seed.get("sustained_from") is not None else "-"
                           for seed in seeds)
         timed = [run_hours(seed) for seed in seeds]
         rows.append([name, ", ".join(summary["setups"]), f"{len(seeds)}", *cells,
