@@ -361,13 +361,15 @@ def test_each_algorithm_has_its_page_with_the_same_headings():
 
 
 def test_the_learners_table_gives_each_learners_seeds_on_one_task_and_tests_their_steps_to_solve(tmp_path):
-    """Two reports of 3 and 2 seeds: success at 3M and 5M over the seeds that got there, the seeds solved for good
-    with their steps, each run's hours over its sittings and its steps/s, and Welch's test of the solved steps."""
+    """Reports of 3, 2 (and one short of its budget) and 2 seeds: success at 3M and 5M over the seeds that got there,
+    the seeds solved for good with their steps, each run's hours over its sittings and its steps/s, Welch's test of
+    each row's solved steps against the first's, and the seed still going named, not counted."""
     def report(name, seeds):
         folder = tmp_path / name
         folder.mkdir()
         runs = {str(index): {
             "success_at": {"3000000": at_3m, "5000000": at_5m}, "sustained_from": solved,
+            "global_step": 5_000_100 if at_5m is not None or solved else 3_100_000, "budget": 5_000_000,
             "sittings": [{"started": "2026-12-01T10:00:00", "ended": f"2026-12-01T{10 + hours}:00:00", "from_step": 0,
                           "at_step": 3_600_000 * hours}]}
             for index, (at_3m, at_5m, solved, hours) in enumerate(seeds)}
@@ -376,8 +378,24 @@ def test_the_learners_table_gives_each_learners_seeds_on_one_task_and_tests_thei
         return str(folder)
 
     first = report("a3c", [(0.1, 1.0, 4_000_000, 2), (0.2, 0.9, 5_000_000, 2), (0.0, 0.1, None, 1)])
-    second = report("impala", [(0.5, 1.0, 3_000_000, 1), (0.7, None, 3_500_000, 1)])
-    text = generator.learners_table(str(tmp_path), (("A3C", first), ("IMPALA", second)))
+    second = report("impala", [(0.5, 1.0, 3_000_000, 1), (0.7, None, 3_500_000, 1), (0.0, None, None, 1)])
+    third = report("impala-b4", [(0.9, 1.0, 2_000_000, 1), (0.8, 1.0, 2_500_000, 1)])
+    text = generator.learners_table(str(tmp_path), (("A3C", first), ("IMPALA", second), ("IMPALA b4", third)))
     assert "| A3C | 2 x 4 | 3 | 0.10 (0.00-0.20) | 0.67 (0.10-1.00) | 2 of 3 (4.00M, 5.00M, -) | 1.00-2.00 | 1,000 |" in text
     assert "| IMPALA | 2 x 4 | 2 | 0.60 (0.50-0.70) | 1.00 (1.00) | 2 of 2 (3.00M, 3.50M) | 1.00 | 1,000 |" in text
     assert "IMPALA's step to solved for good minus A3C's: -1.25M +- 0.56M (Welch's p" in " ".join(text.split()), text
+    assert "IMPALA b4's step to solved for good minus A3C's: -2.25M +- 0.56M (Welch's p" in " ".join(text.split()), text
+    assert "Not counted until they reach their budget: IMPALA: seed 2 (3.10M of 5M)." in " ".join(text.split()), text
+
+
+def test_the_impala_batches_table_gives_each_setting_against_a3c_in_its_own_round(tmp_path, monkeypatch):
+    """Two rounds of throughput files: each setting's steps/s and updates/s, its ratio to A3C's of the same round."""
+    for name, rate, updates in [("r1-b32", 1200, 2.0), ("r1-b4", 1100, 15.0), ("r1-a3c", 1000, 14.0),
+                                ("r2-b32", 900, 1.5), ("r2-b4", 1000, 16.0), ("r2-a3c", 800, 13.0)]:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": [
+            {"aggregate_steps_per_sec": rate, "profile": {"updates_per_sec": updates}}]}))
+    monkeypatch.setattr(generator, "IMPALA_BATCHES", str(tmp_path))
+    lines = generator.impala_batches_table(str(tmp_path)).splitlines()
+    assert lines[2] == "| IMPALA, batches of 32 x 20 steps (2 actors x 8) | 1,200 (2.0; 1.20x) | 900 (1.5; 1.12x) |"
+    assert lines[3] == "| IMPALA, batches of 4 x 20 steps (2 actors x 8) | 1,100 (15.0; 1.10x) | 1,000 (16.0; 1.25x) |"
+    assert lines[4] == "| A3C, `doom` preset (2 workers x 4) | 1,000 (14.0; 1.00x) | 800 (13.0; 1.00x) |"

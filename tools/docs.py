@@ -435,6 +435,30 @@ def scaling_table(page_dir):
                   "updates/s", "CPU of the task holding the variables", "file"], rows)
 
 
+IMPALA_BATCHES = "docs/results/speed/impala-batches"  # r<round>-<b<batch>|a3c>.json: benchmarks/throughput.py
+
+
+def impala_batches_table(page_dir):
+    """IMPALA + ICM on Doom at each batch size beside A3C's `doom` preset, in rounds of one benchmark run each:
+    steps/s trained, updates/s, and the ratio to A3C's in the same round."""
+    rounds = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, IMPALA_BATCHES, "r*-*.json"))):
+        number, setting = os.path.basename(path)[1:-len(".json")].split("-")
+        result = load(path)["results"][0]
+        rounds.setdefault(int(number), {})[setting] = (result["aggregate_steps_per_sec"],
+                                                       result["profile"]["updates_per_sec"])
+    settings = sorted({setting for measured in rounds.values() for setting in measured if setting != "a3c"},
+                      key=lambda setting: -int(setting[1:])) + ["a3c"]
+    rows = []
+    for setting in settings:
+        name = "A3C, `doom` preset (2 workers x 4)" if setting == "a3c" else (
+            f"IMPALA, batches of {setting[1:]} x 20 steps (2 actors x 8)")
+        rows.append([name] + [f"{measured[setting][0]:,.0f} ({measured[setting][1]:.1f}; "
+                              f"{measured[setting][0] / measured['a3c'][0]:.2f}x)" for _, measured in sorted(rounds.items())])
+    return (table(["learner"] + [f"round {number}: steps/s trained (updates/s; x A3C)" for number in sorted(rounds)], rows)
+            + f"\n\nFrom {link(IMPALA_BATCHES, page_dir)}, 2 cores, nothing else running, 40 s a measurement.")
+
+
 UPDATE_COST = "docs/results/speed/update-cost-doom-icm.json"
 
 
@@ -560,6 +584,10 @@ def equal_time_tests(curves, preset_key, last, speed):
 
 
 IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's report of IMPALA + ICM runs
+# IMPALA + ICM on doomSparse at each batch tried: (the row's name, its report); a report not archived yet is left out
+IMPALA_DOOM_BATCHES = (("IMPALA, batches of 32 (the preset)", IMPALA_DOOM),
+                       ("IMPALA, batches of 4", "docs/results/impala/doomSparse-icm-b4"),
+                       ("IMPALA, batches of 8", "docs/results/impala/doomSparse-icm-b8"))
 
 
 def run_hours(seed):
@@ -571,13 +599,20 @@ def run_hours(seed):
 
 def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DOOM)), task="doomSparse",
                    method="icm", milestones=(3_000_000, 5_000_000)):
-    """One bonus on one task under each learner, from reproduce.py's reports: success at the milestones (the
-    seeds' mean and range), the seeds solved for good and at which step, each run's own hours and steps/s; Welch's
-    test of the steps to solved for good between the first two."""
-    rows, solved_steps = [], {}
+    """One bonus on one task under each learner (or setting), from reproduce.py's reports: success at the milestones
+    (the seeds' mean and range), the seeds solved for good and at which step, each run's own hours and steps/s;
+    Welch's test of the steps to solved for good of each row against the first. Only runs that reached their
+    budget count: a seed still going is named below the table."""
+    rows, solved_steps, going = [], {}, []
     for name, report in reports:
         summary = load(f"{report}/results.json")["tasks"][task][method]
-        seeds = [summary["seeds"][key] for key in sorted(summary["seeds"], key=int)]
+        seeds = []
+        for key in sorted(summary["seeds"], key=int):
+            seed = summary["seeds"][key]
+            if seed["global_step"] < seed["budget"]:
+                going.append(f"{name}: seed {key} ({seed['global_step'] / 1e6:.2f}M of {seed['budget'] / 1e6:g}M)")
+            else:
+                seeds.append(seed)
         cells = []
         for milestone in milestones:
             values = [seed["success_at"][str(milestone)] for seed in seeds
@@ -593,15 +628,18 @@ def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DO
                      span([made / (hours * 3600) for hours, made in timed])])
     text = table(["learner", "set-up", "seeds"] + [f"success at {short(m)}" for m in milestones]
                  + ["solved for good (each seed's step)", "hours a run", "steps/s a run"], rows)
-    sources = ", ".join(f"{name}'s {link(f'{report}/results.md', page_dir)}" for name, report in reports)
-    text += (f"\n\n`{task}` with the {method.upper()}, from each learner's report ({sources}). A run's hours are its "
+    sources = "; ".join(f"{name}: {link(f'{report}/results.md', page_dir)}" for name, report in reports)
+    text += (f"\n\n`{task}` with the {method.upper()}, from each row's report ({sources}). A run's hours are its "
              f"sittings' spans, on the machines its report names (these drift by up to 1.7x).")
-    first, second = (name for name, _ in reports[:2])
-    if min(len(solved_steps[first]), len(solved_steps[second])) >= 2:
-        result = reproduce_module().welch(solved_steps[second], solved_steps[first])
-        text += (f" {second}'s step to solved for good minus {first}'s: {result['difference'] / 1e6:+.2f}M +- "
-                 f"{result['error'] / 1e6:.2f}M" + (f" (Welch's p {p_text(result['p'])})." if result["p"] is not None
-                                                     else "."))
+    if going:
+        text += f" Not counted until they reach their budget: {'; '.join(going)}."
+    first = reports[0][0]
+    for name, _ in reports[1:]:
+        if min(len(solved_steps[first]), len(solved_steps[name])) >= 2:
+            result = reproduce_module().welch(solved_steps[name], solved_steps[first])
+            text += (f" {name}'s step to solved for good minus {first}'s: {result['difference'] / 1e6:+.2f}M +- "
+                     f"{result['error'] / 1e6:.2f}M" + (f" (Welch's p {p_text(result['p'])})." if result["p"] is not None
+                                                         else "."))
     return text
 
 
@@ -855,6 +893,9 @@ GENERATORS = {
     "other-results": other_results,
     **{f"{name}-results": (lambda page_dir, name=name: other_results(page_dir, name)) for name in algorithms.NAMES},
     "speed": speed_line,
+    "impala-doom": lambda page_dir: learners_table(page_dir, (("A3C", DOOM_REPORT),) + tuple(
+        (name, report) for name, report in IMPALA_DOOM_BATCHES if os.path.exists(os.path.join(ROOT, report)))),
+    "impala-batches": impala_batches_table,
     "peers": peers_table,
     "scaling": scaling_table,
     "atari-speed": atari_speed_line,
