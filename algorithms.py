@@ -346,6 +346,12 @@ _IMPALA = {"envs_per_worker": "8", "batch_size": "8", "rollout_maxlen": "20", "r
 IMPALA_PRESETS = {
     # Atari in IMPALA's paper (its Table G.1, the shallow network): lr 6e-4, entropy 0.01, batch 32 of 20 steps
     "impala": {**_IMPALA, "learning_rate": "6e-4", "entropy_beta": "0.01", "batch_size": "32"},
+    # Doom (docs/history/2026-12-06-impala-doom.md): with the `impala` preset the ICM's rewards of about 0.001 a step
+    # gave gradients whose squares sat far below RMSProp's epsilon of 0.01 under its root, and the policy hardly moved
+    # in 5M steps; epsilon 1e-8 makes each step about the rate whatever the rewards' scale (as A3C's Adam), at A3C's
+    # rate and updates a step (batches of 4 x 20 steps = a worker's 80)
+    "impala_doom": {**_IMPALA, "learning_rate": "1e-4", "rmsprop_epsilon": "1e-8", "entropy_beta": "0.01",
+                    "batch_size": "4"},
     # Measured on CartPole-v1 (tests/test_impala.py's run)
     "impala_classic": {**_IMPALA, "learning_rate": "1e-3", "entropy_beta": "1e-3", "reward_scale": "0.1"},
     # RIDE's MiniGrid settings (Raileanu and Rocktaschel 2020, its code's arguments and README): lr 1e-4 falling
@@ -361,7 +367,7 @@ IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"minigrid": "impala_minigrid", **minigrid_bonus_presets(IMPALA_PRESETS, "impala_minigrid"),
-             "vector": "impala_classic", "image": "impala"},
+             "doom": "impala_doom", "vector": "impala_classic", "image": "impala"},
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "

@@ -348,3 +348,30 @@ def test_pytorchs_rmsprop_steps_a_gathered_variable_as_a_dense_one(graph):
         after_sparse, after_dense = session.run([sparse, dense])
     np.testing.assert_allclose(after_sparse, after_dense, rtol=1e-6)
     assert after_sparse[1].tolist() == initial[1].tolist() and not np.allclose(after_sparse[0], initial[0])
+
+
+def test_the_doom_preset_steps_about_its_rate_on_the_small_gradients_of_a_bonus(graph):
+    """--preset auto on Doom picks impala_doom, whose RMSProp, once its mean square has settled on gradients of 4e-3 a
+    weight (the ICM's on doomSparse), steps about its rate a weight; the `impala` preset's epsilon of 0.01 under the
+    root keeps its steps under a tenth of its rate (the policy that did not move: history/2026-12-06-impala-doom.md)."""
+    import tensorflow as tf
+
+    import algorithms
+    import constants
+
+    tf1 = tf.compat.v1
+    assert algorithms.IMPALA.preset("image", "doom", "action") == "impala_doom"
+    ratios = {}
+    for preset in ("impala_doom", "impala"):
+        config = constants.config_from_overrides([], preset)
+        weights = tf1.get_variable(f"w_{preset}", initializer=np.zeros(3, np.float32))
+        step = impala.rmsprop(config, config.learning_rate, f"RMSProp_{preset}").apply_gradients(
+            [(tf.constant([4e-3, -4e-3, 4e-3]), weights)])
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            for _ in range(1500):  # 0.99 ** 1500: the mean square's start at 1 forgotten
+                before = session.run(weights)
+                session.run(step)
+            ratios[preset] = float(np.abs(session.run(weights) - before).mean()) / config.learning_rate
+    assert 0.9 < ratios["impala_doom"] < 1.1, ratios
+    assert ratios["impala"] < 0.1, ratios

@@ -584,10 +584,11 @@ def equal_time_tests(curves, preset_key, last, speed):
 
 
 IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's report of IMPALA + ICM runs
-# IMPALA + ICM on doomSparse at each batch tried: (the row's name, its report); a report not archived yet is left out
-IMPALA_DOOM_BATCHES = (("IMPALA, batches of 32 (the preset)", IMPALA_DOOM),
-                       ("IMPALA, batches of 4", "docs/results/impala/doomSparse-icm-b4"),
-                       ("IMPALA, batches of 8", "docs/results/impala/doomSparse-icm-b8"))
+# IMPALA + ICM on doomSparse at each setting tried: (the row's name, its report); a report not archived yet is left out
+IMPALA_DOOM_BATCHES = (
+    ("IMPALA, `impala` preset (batches of 32, rate 6e-4, epsilon 0.01)", IMPALA_DOOM),
+    ("IMPALA, `impala_doom` preset (batches of 4, rate 1e-4, epsilon 1e-8)", "docs/results/impala/doomSparse-icm-b4-eps"),
+    ("IMPALA, `impala` preset with epsilon 1e-8", "docs/results/impala/doomSparse-icm-eps"))
 
 
 def run_hours(seed):
