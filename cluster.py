@@ -84,8 +84,10 @@ def learner_lost(tf1, hosts):
     try:
         yield
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
-        raise ClusterError(f"lost the learner at {hosts} ({error.message.strip().splitlines()[0]}); relaunch the run "
-                           f"to resume") from None
+        lines = [line.strip() for line in (error.message or "").splitlines()
+                 if line.strip() and not line.strip().startswith("Graph execution error")]  # TF's first line says no more
+        raise ClusterError(f"lost the learner at {hosts} ({type(error).__name__}: {lines[0][:200] if lines else ''}); "
+                           f"relaunch the run to resume") from None
 
 
 def local(first_port, num_workers, num_ps=1, algo=algorithms.DEFAULT):

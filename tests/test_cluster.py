@@ -193,3 +193,20 @@ def test_apex_across_two_machines_fills_the_learners_replay_from_both_and_resume
     assert played[1] > 500 and learner["state"] == "stopped" and learner["replay_size"] > 0, (played, learner)
     latest = tf.train.latest_checkpoint(str(log_a / "train"))
     assert int(latest.rsplit("-", 1)[1]) >= target and not (log_b / "train").exists()
+
+
+def test_a_player_that_loses_the_learner_says_in_one_line_which_error_and_why():
+    """TensorFlow's message begins "Graph execution error:", which says nothing: the line names the error's kind
+    and the first line after it."""
+    class UnavailableError(Exception):
+        def __init__(self, message):
+            self.message = message
+
+    errors = type("errors", (), {"UnavailableError": UnavailableError, "DeadlineExceededError": KeyError,
+                                 "AbortedError": LookupError})
+    tf1 = type("tf1", (), {"errors": errors})
+    with pytest.raises(cluster_roles.ClusterError) as raised:
+        with cluster_roles.learner_lost(tf1, "127.0.0.1:5000"):
+            raise UnavailableError("Graph execution error:\n\nUNAVAILABLE: Socket closed\nAdditional GRPC info")
+    assert str(raised.value) == ("lost the learner at 127.0.0.1:5000 (UnavailableError: UNAVAILABLE: Socket closed); "
+                                 "relaunch the run to resume")
