@@ -333,6 +333,10 @@ OTHER_RESULTS = (
      "mean of 475 over 100 episodes",
      lambda: time_to_solve("docs/results/impala/cartpole-2-actors/time_to_solve.json"),
      "docs/results/impala/cartpole-2-actors/time_to_solve.json"),
+    ("impala", "`doomSparse`", "IMPALA + ICM: a learner, 2 actors x 8, beside A3C + ICM's seeds at the `doom` "
+     "preset", "`impala_doom`, 5M steps", "seeds solved for good (every 1,000 episodes in a row >= 90% to the end)",
+     lambda: doom_learners_line("IMPALA", "docs/results/impala/doomSparse-icm-b4-eps"),
+     "docs/results/impala/doomSparse-icm-b4-eps/results.md"),
     ("planet", "`Pendulum-v1`", "PlaNet's planner, one process, 3 seeds", "`planet_cpu`, action_repeat 2, 3,000 steps",
      "mean of -200 over 10 episodes", lambda: planet_solved(PLANET_PENDULUM), PLANET_PENDULUM),
     ("planet", "`Pendulum-v1`", "Plan2Explore against a random policy and SAC + ICM / + disagreement without "
@@ -598,6 +602,34 @@ def run_hours(seed):
     return seconds / 3600, sum(sitting["at_step"] - sitting["from_step"] for sitting in seed["sittings"])
 
 
+def finished_seeds(summary):
+    """A method's seeds in a reproduce.py report that reached their budget, and a line for each one short of it."""
+    seeds, running = [], []
+    for key in sorted(summary["seeds"], key=int):
+        seed = summary["seeds"][key]
+        if seed["global_step"] < seed["budget"]:
+            running.append(f"seed {key} ({seed['global_step'] / 1e6:.2f}M of {seed['budget'] / 1e6:g}M)")
+        else:
+            seeds.append(seed)
+    return seeds, running
+
+
+def solved_for_good(seeds):
+    """`2 of 3 (3.66M, 3.95M, -)`: the seeds solved for good and each one's step."""
+    steps = ", ".join(f"{seed['sustained_from'] / 1e6:.2f}M" if seed.get("sustained_from") is not None else "-"
+                      for seed in seeds)
+    return f"{sum(seed.get('sustained_from') is not None for seed in seeds)} of {len(seeds)} ({steps})"
+
+
+def doom_learners_line(learner, report, task="doomSparse", method="icm"):
+    """One learner's seeds solved for good on a Doom task in its report, beside A3C's at the `doom` preset."""
+    line = []
+    for name, path in ((learner, report), ("A3C", DOOM_REPORT)):
+        seeds, running = finished_seeds(load(f"{path}/results.json")["tasks"][task][method])
+        line.append(f"{name} {solved_for_good(seeds)}" + (f", {len(running)} running" if running else ""))
+    return "solved for good: " + "; ".join(line)
+
+
 def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DOOM)), task="doomSparse",
                    method="icm", milestones=(3_000_000, 5_000_000)):
     """One bonus on one task under each learner (or setting), from reproduce.py's reports: success at the milestones
@@ -607,25 +639,17 @@ def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DO
     rows, solved_steps, going = [], {}, []
     for name, report in reports:
         summary = load(f"{report}/results.json")["tasks"][task][method]
-        seeds = []
-        for key in sorted(summary["seeds"], key=int):
-            seed = summary["seeds"][key]
-            if seed["global_step"] < seed["budget"]:
-                going.append(f"{name}: seed {key} ({seed['global_step'] / 1e6:.2f}M of {seed['budget'] / 1e6:g}M)")
-            else:
-                seeds.append(seed)
+        seeds, running = finished_seeds(summary)
+        going += [f"{name}: {text}" for text in running]
         cells = []
         for milestone in milestones:
             values = [seed["success_at"][str(milestone)] for seed in seeds
                       if seed["success_at"].get(str(milestone)) is not None]
             cells.append(f"{statistics.fmean(values):.2f} ({span(values, '{:.2f}')})" if values else "-")
-        solved = [seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None]
-        solved_steps[name] = solved
-        steps = ", ".join(f"{seed['sustained_from'] / 1e6:.2f}M" if seed.get("sustained_from") is not None else "-"
-                          for seed in seeds)
+        solved_steps[name] = [seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None]
         timed = [run_hours(seed) for seed in seeds]
         rows.append([name, ", ".join(summary["setups"]), f"{len(seeds)}", *cells,
-                     f"{len(solved)} of {len(seeds)} ({steps})", span([hours for hours, _ in timed], "{:.2f}"),
+                     solved_for_good(seeds), span([hours for hours, _ in timed], "{:.2f}"),
                      span([made / (hours * 3600) for hours, made in timed])])
     text = table(["learner", "set-up", "seeds"] + [f"success at {short(m)}" for m in milestones]
                  + ["solved for good (each seed's step)", "hours a run", "steps/s a run"], rows)
