@@ -282,6 +282,7 @@ def pong(path):
 
 # (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
 PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
+IMPALA_DOOM_PRESET = "docs/results/impala/doomSparse-icm-b4-eps"  # reproduce.py's report of IMPALA at impala_doom
 PLANET_COVERAGE = "docs/results/planet/coverage/coverage.json"  # benchmarks/exploration_coverage.py
 PLANET_PIXELS = "docs/results/planet/pendulum-pixels/planet_learning.json"
 PLANET_REACHER = "docs/results/planet/reacher-pixels/planet_learning.json"
@@ -335,8 +336,7 @@ OTHER_RESULTS = (
      "docs/results/impala/cartpole-2-actors/time_to_solve.json"),
     ("impala", "`doomSparse`", "IMPALA + ICM: a learner, 2 actors x 8, beside A3C + ICM's seeds at the `doom` "
      "preset", "`impala_doom`, 5M steps", "seeds solved for good (every 1,000 episodes in a row >= 90% to the end)",
-     lambda: doom_learners_line("IMPALA", "docs/results/impala/doomSparse-icm-b4-eps"),
-     "docs/results/impala/doomSparse-icm-b4-eps/results.md"),
+     lambda: doom_learners_line("IMPALA", IMPALA_DOOM_PRESET), f"{IMPALA_DOOM_PRESET}/results.md"),
     ("planet", "`Pendulum-v1`", "PlaNet's planner, one process, 3 seeds", "`planet_cpu`, action_repeat 2, 3,000 steps",
      "mean of -200 over 10 episodes", lambda: planet_solved(PLANET_PENDULUM), PLANET_PENDULUM),
     ("planet", "`Pendulum-v1`", "Plan2Explore against a random policy and SAC + ICM / + disagreement without "
@@ -591,7 +591,7 @@ IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's 
 # IMPALA + ICM on doomSparse at each setting tried: (the row's name, its report); a report not archived yet is left out
 IMPALA_DOOM_BATCHES = (
     ("IMPALA, `impala` preset (batches of 32, rate 6e-4, epsilon 0.01)", IMPALA_DOOM),
-    ("IMPALA, `impala_doom` preset (batches of 4, rate 1e-4, epsilon 1e-8)", "docs/results/impala/doomSparse-icm-b4-eps"),
+    ("IMPALA, `impala_doom` preset (batches of 4, rate 1e-4, epsilon 1e-8)", IMPALA_DOOM_PRESET),
     ("IMPALA, `impala` preset with epsilon 1e-8", "docs/results/impala/doomSparse-icm-eps"))
 
 
@@ -630,8 +630,7 @@ def doom_learners_line(learner, report, task="doomSparse", method="icm"):
     return "solved for good: " + "; ".join(line)
 
 
-def learners_table(page_dir, reports=(("A3C", DOOM_REPORT), ("IMPALA", IMPALA_DOOM)), task="doomSparse",
-                   method="icm", milestones=(3_000_000, 5_000_000)):
+def learners_table(page_dir, reports, task="doomSparse", method="icm", milestones=(3_000_000, 5_000_000)):
     """One bonus on one task under each learner (or setting), from reproduce.py's reports: success at the milestones
     (the seeds' mean and range), the seeds solved for good and at which step, each run's own hours and steps/s;
     Welch's test of the steps to solved for good of each row against the first. Only runs that reached their
