@@ -84,10 +84,16 @@ def learner_lost(tf1, hosts):
     try:
         yield
     except (tf1.errors.UnavailableError, tf1.errors.DeadlineExceededError, tf1.errors.AbortedError) as error:
-        lines = [line.strip() for line in (error.message or "").splitlines()
-                 if line.strip() and not line.strip().startswith("Graph execution error")]  # TF's first line says no more
-        raise ClusterError(f"lost the learner at {hosts} ({type(error).__name__}: {lines[0][:200] if lines else ''}); "
+        why = next(iter(error_lines(error.message)), "")
+        raise ClusterError(f"lost the learner at {hosts} ({type(error).__name__}: {why[:200]}); "
                            f"relaunch the run to resume") from None
+
+
+def error_lines(message):
+    """The lines of a TensorFlow error's message that say something: its first, "Graph execution error:", and the
+    rules of "=" it draws around a remote task's errors say nothing."""
+    return [line.strip() for line in (message or "").splitlines()
+            if line.strip() and not line.strip().startswith("Graph execution error") and line.strip().strip("=")]
 
 
 def local(first_port, num_workers, num_ps=1, algo=algorithms.DEFAULT):

@@ -120,8 +120,9 @@ def bound_error_messages():
 
 
 def abort_reason(message):
-    """The line of an AbortedError's message that says why (the first is only "Graph execution error:")."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    """The line of an AbortedError's message that says why: the duplicate request's, else the first that says
+    anything."""
+    lines = cluster.error_lines(message)
     why = next((line for line in lines if "twice" in line or "Aborted" in line), lines[0] if lines else "")
     return why[:200]
 

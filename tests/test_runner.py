@@ -254,6 +254,8 @@ def test_aborted_runs_are_retried_then_reported():
     session = AbortRetrySession(FlakySession(failures=2))
     reason = "The same RunGraph (Worker) request was received twice. step_id: 7"
     assert abort_reason(f"Graph execution error:\n\n{reason}") == reason
+    other = "ABORTED: From /job:ps/replica:0/task:0:"  # an abort of another kind: TF's first line says nothing
+    assert abort_reason(f"Graph execution error:\n\n=====================\n{other}\nmore") == other
     assert session.run("fetches") == "fetches" and session.aborts == 2
     with pytest.raises(tf.errors.AbortedError):
         AbortRetrySession(FlakySession(failures=ABORT_RETRIES + 1)).run("fetches")
