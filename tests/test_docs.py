@@ -399,3 +399,16 @@ def test_the_impala_batches_table_gives_each_setting_against_a3c_in_its_own_roun
     assert lines[2] == "| IMPALA, batches of 32 x 20 steps (2 actors x 8) | 1,200 (2.0; 1.20x) | 900 (1.5; 1.12x) |"
     assert lines[3] == "| IMPALA, batches of 4 x 20 steps (2 actors x 8) | 1,100 (15.0; 1.10x) | 1,000 (16.0; 1.25x) |"
     assert lines[4] == "| A3C, `doom` preset (2 workers x 4) | 1,000 (14.0; 1.00x) | 800 (13.0; 1.00x) |"
+
+
+def test_the_impala_k_table_gives_each_learners_k4_against_its_k16_in_each_round(tmp_path, monkeypatch):
+    """Two rounds: each learner's steps/s at K = 4 and 16 and the fraction, from its own file of the round."""
+    for name, k4, k16 in [("r1-impala", 1100, 1200), ("r1-a3c", 800, 1400), ("r2-impala", 1000, 1000),
+                          ("r2-a3c", 700, 1000)]:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": [
+            {"envs_per_worker": 4, "aggregate_steps_per_sec": k4},
+            {"envs_per_worker": 16, "aggregate_steps_per_sec": k16}]}))
+    monkeypatch.setattr(generator, "IMPALA_K", str(tmp_path))
+    lines = generator.impala_k_table(str(tmp_path)).splitlines()
+    assert lines[2] == "| IMPALA, `impala_doom` preset (2 actors) | 1,100 / 1,200 (0.92) | 1,000 / 1,000 (1.00) |"
+    assert lines[3] == "| A3C, `doom` preset (2 workers) | 800 / 1,400 (0.57) | 700 / 1,000 (0.70) |"

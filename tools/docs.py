@@ -463,6 +463,28 @@ def impala_batches_table(page_dir):
             + f"\n\nFrom {link(IMPALA_BATCHES, page_dir)}, 2 cores, nothing else running, 40 s a measurement.")
 
 
+IMPALA_K = "docs/results/speed/impala-k4-k16"  # r<round>-<impala|a3c>.json: benchmarks/throughput.py at K = 4 and 16
+
+
+def impala_k_table(page_dir):
+    """Each learner's steps/s trained at 4 and 16 environments a player, and K = 4's fraction of K = 16's, in rounds
+    of one benchmark run each (A3C's workers pay a sync and a train call each K rollouts; IMPALA's learner does not
+    see K)."""
+    rounds = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, IMPALA_K, "r*-*.json"))):
+        number, algo = os.path.basename(path)[1:-len(".json")].split("-")
+        rounds.setdefault(int(number), {})[algo] = {result["envs_per_worker"]: result["aggregate_steps_per_sec"]
+                                                    for result in load(path)["results"]}
+    names = {"impala": "IMPALA, `impala_doom` preset (2 actors)", "a3c": "A3C, `doom` preset (2 workers)"}
+    rows = [[name] + [f"{measured[algo][4]:,.0f} / {measured[algo][16]:,.0f} ({measured[algo][4] / measured[algo][16]:.2f})"
+                      for _, measured in sorted(rounds.items())]
+            for algo, name in names.items() if all(algo in measured for measured in rounds.values())]
+    return (table(["learner"] + [f"round {number}: steps/s at K = 4 / K = 16 (K = 4's fraction)" for number in sorted(rounds)],
+                  rows)
+            + f"\n\nFrom {link(IMPALA_K, page_dir)}: Doom with the ICM, 2 players, 2 cores, nothing else running, 40 s a "
+              f"measurement.")
+
+
 UPDATE_COST = "docs/results/speed/update-cost-doom-icm.json"
 
 
@@ -920,6 +942,7 @@ GENERATORS = {
     "impala-doom": lambda page_dir: learners_table(page_dir, (("A3C", DOOM_REPORT),) + tuple(
         (name, report) for name, report in IMPALA_DOOM_BATCHES if os.path.exists(os.path.join(ROOT, report)))),
     "impala-batches": impala_batches_table,
+    "impala-k": impala_k_table,
     "peers": peers_table,
     "scaling": scaling_table,
     "atari-speed": atari_speed_line,
