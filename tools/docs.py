@@ -476,13 +476,13 @@ def impala_k_table(page_dir):
         rounds.setdefault(int(number), {})[algo] = {result["envs_per_worker"]: result["aggregate_steps_per_sec"]
                                                     for result in load(path)["results"]}
     names = {"impala": "IMPALA, `impala_doom` preset (2 actors)", "a3c": "A3C, `doom` preset (2 workers)"}
-    rows = [[name] + [f"{measured[algo][4]:,.0f} / {measured[algo][16]:,.0f} ({measured[algo][4] / measured[algo][16]:.2f})"
-                      for _, measured in sorted(rounds.items())]
+    rows = [[name] + [f"{rates[4]:,.0f} / {rates[16]:,.0f} ({rates[4] / rates[16]:.2f})"
+                      for rates in (measured[algo] for _, measured in sorted(rounds.items()))]
             for algo, name in names.items() if all(algo in measured for measured in rounds.values())]
-    return (table(["learner"] + [f"round {number}: steps/s at K = 4 / K = 16 (K = 4's fraction)" for number in sorted(rounds)],
-                  rows)
-            + f"\n\nFrom {link(IMPALA_K, page_dir)}: Doom with the ICM, 2 players, 2 cores, nothing else running, 40 s a "
-              f"measurement.")
+    header = ["learner"] + [f"round {number}: steps/s at K = 4 / K = 16 (K = 4's fraction)"
+                            for number in sorted(rounds)]
+    return (table(header, rows) + f"\n\nFrom {link(IMPALA_K, page_dir)}: Doom with the ICM, 2 players, 2 cores, "
+            f"nothing else running, 40 s a measurement.")
 
 
 UPDATE_COST = "docs/results/speed/update-cost-doom-icm.json"
