@@ -376,6 +376,9 @@ IMPALA = Algorithm(
                        "clipped at this (IMPALA's 1)", low=0.0, above=True),
         Hyperparameter("vtrace_clip_c", 1.0, "V-trace's c-bar: the traces' importance weights are clipped at this "
                        "(IMPALA's 1)", low=0.0, above=True),
+        Hyperparameter("policy_optimizer", "rmsprop", "what trains the policy and value heads: rmsprop (IMPALA's, "
+                       "the rmsprop_* settings) or adam (A3C's: adam_epsilon, the same rate and annealing)",
+                       choices=("rmsprop", "adam")),
         Hyperparameter("rmsprop_decay", 0.99, "RMSProp's moving average of squared gradients keeps this much a "
                        "step", low=0.0, high=1.0),
         Hyperparameter("rmsprop_epsilon", 0.01, "RMSProp's epsilon (IMPALA's 0.01; RIDE's 1e-5)", low=0.0,

@@ -303,6 +303,14 @@ def rmsprop(config, rate, name):
                                       name=name)
 
 
+def policy_optimizer(config, rate):
+    """The policy's optimizer by policy_optimizer: IMPALA's RMSProp, or A3C's Adam (its step about the rate whatever
+    the gradients' scale)."""
+    if config.policy_optimizer == "adam":
+        return tf1.train.AdamOptimizer(rate, epsilon=config.adam_epsilon)
+    return rmsprop(config, rate, "RMSProp")
+
+
 def bonus_updates(predictor, loss, config):
     """The bonus's updates [(optimizer, gradients, variables)] and their gradient norms, by predictor_optimizer:
     adam, A3C's (one Adam over all its variables at learning_rate, the gradient clipped at grad_norm_clip as one);
@@ -331,8 +339,8 @@ def bonus_updates(predictor, loss, config):
 class VTraceLearning:
     """The learner's update: the policy run over a batch of trajectories, V-trace's targets and advantages (for each
     stream on the two-stream path, their advantages weighed by ext_coef and int_coef as A3C's), IMPALA's loss summed
-    over the batch's steps, RMSProp (its learning rate falling linearly to 0 at anneal_steps with anneal_lr); the
-    bonus's predictor on the same transitions by optimisers of its own (bonus_updates)."""
+    over the batch's steps, RMSProp or Adam (policy_optimizer; the rate falling linearly to 0 at anneal_steps with
+    anneal_lr); the bonus's predictor on the same transitions by optimisers of its own (bonus_updates)."""
 
     def __init__(self, network, predictor, config, global_step, unsup):
         self.network, self.predictor = network, predictor
@@ -374,8 +382,7 @@ class VTraceLearning:
         gradient_norm = tf.linalg.global_norm(gradients)
         gradients, _ = tf.clip_by_global_norm(gradients, config.grad_norm_clip, use_norm=gradient_norm)
         rate = annealed_rate(config, global_step) if config.anneal_lr else config.learning_rate
-        optimizer = rmsprop(config, rate, "RMSProp")
-        updates, norms = [(optimizer, gradients, network.var_list)], [gradient_norm]
+        updates, norms = [(policy_optimizer(config, rate), gradients, network.var_list)], [gradient_norm]
         summaries += [tf1.summary.scalar("model/policy_loss", policy_loss / count),
                       tf1.summary.scalar("model/value_loss", value_loss / count),
                       tf1.summary.scalar("model/entropy", entropy / count),

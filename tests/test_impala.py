@@ -375,3 +375,41 @@ def test_the_doom_preset_steps_about_its_rate_on_the_small_gradients_of_a_bonus(
             ratios[preset] = float(np.abs(session.run(weights) - before).mean()) / config.learning_rate
     assert 0.9 < ratios["impala_doom"] < 1.1, ratios
     assert ratios["impala"] < 0.1, ratios
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+def test_the_learner_trains_the_policy_by_the_optimizer_asked(graph, optimizer):
+    """policy_optimizer: the learner's first update moves each of the policy's weights with a gradient by Adam's
+    first step, the rate (A3C's optimizer), or by TensorFlow's RMSProp's, whose mean square starts at 1: the rate
+    times the gradient, far less."""
+    import tensorflow as tf
+
+    import constants
+    from model import LSTMPolicy
+    from sessions import global_step_variable
+
+    tf1 = tf.compat.v1
+    config = constants.config_from_overrides(["lstm_size=4", f"policy_optimizer={optimizer}", "learning_rate=1e-3",
+                                              "anneal_lr=false"], "impala_classic")
+    network = LSTMPolicy((2,), 2, lstm_size=4)
+    learning = impala.VTraceLearning(network, None, config, global_step_variable(), "none")
+    columns = impala.trajectory_columns((2,), 4, 4)
+    batch = dict(zip([column.name for column in columns], impala.pack([[rollout(4)], [rollout(3, True)]], columns)))
+    feed = learning.feed(batch, impala.targets_inputs(batch, config))
+    with tf1.Session() as session:
+        session.run(tf1.global_variables_initializer())
+        before, gradients = session.run([network.var_list, tf.gradients(learning.loss, network.var_list)], feed)
+        session.run(learning.apply, feed)
+        after = session.run(network.var_list)
+    scale = min(1.0, config.grad_norm_clip / np.sqrt(sum(np.sum(g ** 2) for g in gradients)))
+    kept = [np.abs(g) > 1e-6 for g in gradients]
+    moved = np.concatenate([np.abs(a - b)[k] for a, b, k in zip(after, before, kept)])
+    assert moved.size > 100
+    if optimizer == "adam":
+        np.testing.assert_allclose(moved, config.learning_rate, rtol=0.05)
+    else:
+        assert config.rmsprop_form == "tensorflow"
+        clipped = np.concatenate([np.abs(g * scale)[k] for g, k in zip(gradients, kept)])
+        step = config.learning_rate * clipped / np.sqrt(config.rmsprop_decay + (1 - config.rmsprop_decay) * clipped ** 2
+                                                        + config.rmsprop_epsilon)
+        np.testing.assert_allclose(moved, step, rtol=0.05, atol=1e-7)
