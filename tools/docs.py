@@ -614,6 +614,8 @@ IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's 
 IMPALA_DOOM_BATCHES = (
     ("IMPALA, `impala` preset (batches of 32, rate 6e-4, epsilon 0.01)", IMPALA_DOOM),
     ("IMPALA, `impala_doom` preset (batches of 4, rate 1e-4, epsilon 1e-8)", IMPALA_DOOM_PRESET),
+    ("IMPALA, `impala_doom` preset with A3C's Adam (`policy_optimizer` adam)",
+     "docs/results/impala/doomSparse-icm-adam"),
     ("IMPALA, `impala` preset with epsilon 1e-8", "docs/results/impala/doomSparse-icm-eps"))
 
 
