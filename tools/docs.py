@@ -439,18 +439,24 @@ def scaling_table(page_dir):
                   "updates/s", "CPU of the task holding the variables", "file"], rows)
 
 
+def benchmark_rounds(directory, read):
+    """{round: {setting: read(its file)}} from a directory of benchmarks/throughput.py's files named
+    r<round>-<setting>.json, each round one benchmark run."""
+    rounds = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, directory, "r*-*.json"))):
+        number, setting = os.path.basename(path)[1:-len(".json")].split("-")
+        rounds.setdefault(int(number), {})[setting] = read(load(path))
+    return rounds
+
+
 IMPALA_BATCHES = "docs/results/speed/impala-batches"  # r<round>-<b<batch>|a3c>.json: benchmarks/throughput.py
 
 
 def impala_batches_table(page_dir):
     """IMPALA + ICM on Doom at each batch size beside A3C's `doom` preset, in rounds of one benchmark run each:
     steps/s trained, updates/s, and the ratio to A3C's in the same round."""
-    rounds = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, IMPALA_BATCHES, "r*-*.json"))):
-        number, setting = os.path.basename(path)[1:-len(".json")].split("-")
-        result = load(path)["results"][0]
-        rounds.setdefault(int(number), {})[setting] = (result["aggregate_steps_per_sec"],
-                                                       result["profile"]["updates_per_sec"])
+    rounds = benchmark_rounds(IMPALA_BATCHES, lambda data: (data["results"][0]["aggregate_steps_per_sec"],
+                                                            data["results"][0]["profile"]["updates_per_sec"]))
     settings = sorted({setting for measured in rounds.values() for setting in measured if setting != "a3c"},
                       key=lambda setting: -int(setting[1:])) + ["a3c"]
     rows = []
@@ -470,11 +476,8 @@ def impala_k_table(page_dir):
     """Each learner's steps/s trained at 4 and 16 environments a player, and K = 4's fraction of K = 16's, in rounds
     of one benchmark run each (A3C's workers pay a sync and a train call each K rollouts; IMPALA's learner does not
     see K)."""
-    rounds = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, IMPALA_K, "r*-*.json"))):
-        number, algo = os.path.basename(path)[1:-len(".json")].split("-")
-        rounds.setdefault(int(number), {})[algo] = {result["envs_per_worker"]: result["aggregate_steps_per_sec"]
-                                                    for result in load(path)["results"]}
+    rounds = benchmark_rounds(IMPALA_K, lambda data: {result["envs_per_worker"]: result["aggregate_steps_per_sec"]
+                                                      for result in data["results"]})
     names = {"impala": "IMPALA, `impala_doom` preset (2 actors)", "a3c": "A3C, `doom` preset (2 workers)"}
     rows = [[name] + [f"{rates[4]:,.0f} / {rates[16]:,.0f} ({rates[4] / rates[16]:.2f})"
                       for rates in (measured[algo] for _, measured in sorted(rounds.items()))]
