@@ -35,7 +35,9 @@ Then the report, into --report-dir (default <out>/report), per task:
                         set-ups, the success rate over the last 100 episodes at --at steps (mean, lowest, highest),
                         how many seeds first reached 90% and how many were solved for good (every 1,000 episodes
                         in a row at 90% from some step to the end), the median steps to either, the greedy
-                        evaluations pooled; then the same per seed, with its sittings and machine. Mario's
+                        evaluations pooled; the bonus an episode earned at --at steps, per method that has one
+                        (each on its own scale: to see it grow or fade); then the same per seed, with its sittings
+                        and machine. Mario's
                         tables give the farthest distance an episode reached instead of the success rate (the
                         mean over the last 100 episodes at --at steps, the farthest of any episode, the means of
                         the greedy evaluations and of as many episodes sampling the policy as in training, where
@@ -91,6 +93,7 @@ METHODS = {"icm": ["--unsup", "action"], "a3c": ["--unsup", "none"], "rnd": ["--
            "ride": ["--unsup", "ride"], "e3b": ["--unsup", "e3b"], "ngu": ["--unsup", "ngu"],
            "ngu_rnd": ["--unsup", "ngu_rnd"], "counts": ["--unsup", "counts"],
            "disagreement": ["--unsup", "disagreement"]}
+NO_BONUS = METHODS["a3c"]  # the learner alone: no bonus to report
 METHOD_LABELS = {"icm": "ICM", "a3c": "A3C", "rnd": "RND", "ride": "RIDE", "e3b": "E3B", "ngu": "NGU episodic",
                  "ngu_rnd": "NGU", "counts": "counts", "disagreement": "disagreement"}
 PAPER_METHODS = ["icm", "a3c"]  # the paper's Figure 5, what a study runs unless --method says otherwise
@@ -620,14 +623,15 @@ def run_summary(log_dir, milestones, reached, measure="success", level=None):
     budget = budget_of(config)
     if measure == "distance":
         return distance_run_summary(log_dir, milestones, reached, config, budget)
-    (steps, success), (return_steps, returns), (cell_steps, cells) = episode_columns(log_dir, "success", "env_reward",
-                                                                                      "cells")
+    (steps, success), (return_steps, returns), (cell_steps, cells), (bonus_steps, bonuses) = episode_columns(
+        log_dir, "success", "env_reward", "cells", "bonus")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "return_at": {str(m): success_at(return_steps, returns, m, reached) for m in milestones},
             "cells_at": {str(m): success_at(cell_steps, cells, m, reached) for m in milestones},
+            "bonus_at": {str(m): success_at(bonus_steps, bonuses, m, reached) for m in milestones},
             "first_solved": first_solved(steps, success),
             "sustained_from": sustained_from(steps, success),
             "last_episodes": {"episodes": int(len(last)), "success": float(np.mean(last)) if len(last) else None},
@@ -717,7 +721,8 @@ def method_summary(seeds, milestones, policy="greedy"):
     evaluations = evaluations_by(runs, "success_rate", policy)
     returns = over_seeds([run for run in seeds.values() if "return_at" in run], "return_at", milestones)
     cells = over_seeds([run for run in seeds.values() if "cells_at" in run], "cells_at", milestones)
-    return {**summary, "success_at": at, "return_at": returns, "cells_at": cells,
+    bonuses = over_seeds([run for run in seeds.values() if "bonus_at" in run], "bonus_at", milestones)
+    return {**summary, "success_at": at, "return_at": returns, "cells_at": cells, "bonus_at": bonuses,
             "mean_success_at": {m: (v["mean"] if v else None) for m, v in at.items()},
             "runs_solved": sum(run.get("first_solved") is not None for run in runs),
             "runs_sustained": sum(run.get("sustained_from") is not None for run in runs),
@@ -1547,10 +1552,15 @@ def markdown(results):
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
-        for key, title, shown in EXTRA_TABLES if task_spec(task).get("returns") else ():
+        for key, title, shown, tasks in EXTRA_TABLES:
+            shown_methods = {method: summary for method, summary in methods.items()
+                             if key in summary and (key != "bonus_at" or METHODS[method] != NO_BONUS)}
+            if not tasks(task_spec(task)) or not any(summary[key][str(m)] for summary in shown_methods.values()
+                                                     for m in milestones):
+                continue  # no method has the measure (an earlier report's rows, their episodes not kept)
             lines += ["", title.format(window=window), "", "| method | " + " | ".join(short(m) for m in milestones)
                       + " |", "|---" * (len(milestones) + 1) + "|"]
-            for method, summary in methods.items():
+            for method, summary in shown_methods.items():
                 lines.append(f"| {method_label(method, task)} | "
                              + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
         lines += level_lines(task, methods, window)
@@ -1603,11 +1613,19 @@ def compared_lines(task, compared, window):
     return lines
 
 
-# The tables a task with "returns" adds under its success table: (summary key, title, how a value is shown).
+# The tables under a task's success table: (summary key, title, how a value is shown, which tasks have it): a task
+# with "returns" (MiniGrid's) its return and coverage; every task the bonus of each method that has one, on its own
+# scale (the ICM's error times prediction_beta, RND's normalised error, ...), to see it grow or fade.
 EXTRA_TABLES = (("return_at", "Return: the mean game reward of the last {window} episodes at each global step, over "
-                              "the seeds that got there (lowest and highest in brackets).", rate),
+                              "the seeds that got there (lowest and highest in brackets).", rate,
+                 lambda spec: spec.get("returns")),
                 ("cells_at", "Coverage: the distinct cells an episode stepped into, the mean of the last {window} "
-                             "episodes at each global step, over the seeds that got there.", lambda v: f"{v:.1f}"))
+                             "episodes at each global step, over the seeds that got there.", lambda v: f"{v:.1f}",
+                 lambda spec: spec.get("returns")),
+                ("bonus_at", "Bonus: the curiosity bonus an episode earned (its steps' bonuses summed as the learner "
+                             "took them, before `int_coef`; each method's on its own scale), the mean of the last "
+                             "{window} episodes at each global step, over the seeds that got there.",
+                 lambda v: f"{v:,.0f}" if abs(v) >= 100 else f"{v:#.3g}", lambda spec: True))
 
 
 def goal_of(task):

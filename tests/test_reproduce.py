@@ -26,9 +26,9 @@ HEADER = ["global_step", "wall_time", "worker", "reward", "length", "seconds", "
           "success", "distance", "position_x", "position_y", "cells"]
 
 
-def write_episodes(log_dir, successes, step_every=10_000, workers=2):
-    """Episode i (1-based) ends at global step i * step_every with success successes[i - 1]; the episodes are
-    dealt to the workers' CSVs in turn, as workers interleave."""
+def write_episodes(log_dir, successes, step_every=10_000, workers=2, bonus=lambda index: 0.0):
+    """Episode i (1-based) ends at global step i * step_every with success successes[i - 1] and bonus bonus(i); the
+    episodes are dealt to the workers' CSVs in turn, as workers interleave."""
     os.makedirs(log_dir, exist_ok=True)
     handles = [open(os.path.join(log_dir, f"episodes_{task}.csv"), "w", newline="") for task in range(workers)]
     writers = [csv.writer(handle) for handle in handles]
@@ -36,8 +36,8 @@ def write_episodes(log_dir, successes, step_every=10_000, workers=2):
         writer.writerow(HEADER)
     for index, success in enumerate(successes, 1):
         task = index % workers
-        writers[task].writerow([index * step_every, 1_000_000 + index, task, success, 100, 1.0, success, 0, 0.0,
-                                success, "", "", "", ""])
+        writers[task].writerow([index * step_every, 1_000_000 + index, task, success, 100, 1.0, success, 0,
+                                bonus(index), success, "", "", "", ""])
     for handle in handles:
         handle.close()
 
@@ -186,6 +186,25 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
         [4_000_000, 1.0], [None, 0.7]]
     assert drawn == [(paper, {"success rate": "success rate (reached the vest)"})], "the marks and the axis label drawn"
     assert (tmp_path / "report" / "figure5.png").stat().st_size > 0
+
+
+def test_a_report_gives_each_bonus_an_episode_at_each_step_and_none_for_the_learner_alone(tmp_path):
+    """Where a bonus grows or fades (RND's on the sparse Doom task grew while its agents left the vest): episode i
+    of the RND seeds earns i / 100 (seed 0) and i / 50 (seed 1); the last 100 episodes by 1M are 1-100 (mean 0.505
+    and 1.01), by 2M 101-200 (1.505 and 3.01). A3C has no bonus, so no row."""
+    out = tmp_path / "study"
+    write_episodes(out / "runs" / "doomSparse-rnd-s0", [0] * 200, bonus=lambda index: index / 100)
+    write_episodes(out / "runs" / "doomSparse-rnd-s1", [0] * 200, bonus=lambda index: index / 50)
+    write_episodes(out / "runs" / "doomSparse-a3c-s0", [0] * 200)
+    results = reproduce.report(str(out), str(tmp_path / "report"), [1_000_000, 2_000_000], eval_episodes=0)
+    rnd = results["tasks"]["doomSparse"]["rnd"]
+    assert rnd["seeds"]["0"]["bonus_at"]["1000000"] == pytest.approx(0.505)
+    assert rnd["seeds"]["1"]["bonus_at"]["2000000"] == pytest.approx(3.01)
+    assert rnd["bonus_at"]["2000000"]["mean"] == pytest.approx((1.505 + 3.01) / 2)
+    table = (tmp_path / "report" / "results.md").read_text()
+    bonus_table = table[table.index("Bonus: the curiosity bonus an episode earned"):]
+    assert "| RND | 0.758 [0.505-1.01] | 2.26 [1.50-3.01] |" in bonus_table, bonus_table
+    assert "| A3C |" not in bonus_table.split("\n\n")[1], "the learner alone has no bonus row"
 
 
 def write_minigrid_episodes(log_dir, first, goal_return, length, cells):
