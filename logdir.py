@@ -4,7 +4,7 @@ this one. No TensorFlow at import (the checkpoint helpers at the bottom import i
 
     <log-dir>/config.json        the run's flags and hyper-parameters (constants.py, worker.py)
     <log-dir>/train/             the chief's checkpoints (TensorFlow's Saver; train/checkpoint is the index)
-    <log-dir>/train_<i>/         worker i's TensorBoard events
+    <log-dir>/train_<i>/         worker i's TensorBoard events (train_learner/: a learner's)
     <log-dir>/episodes_<i>.csv   worker i's finished episodes, one row each (acting.EpisodeLogger)
     <log-dir>/visits_<i>.csv     Doom: the player's positions, VISITS_HEADER's columns
     <log-dir>/status_<i>.json    worker i's heartbeat (worker.Heartbeat)
@@ -417,6 +417,33 @@ def episode_rows(log_dirs, column="global_step"):
 
 def visit_rows(log_dirs):
     return rows_of(log_dirs, "visits*.csv")
+
+
+SUMMARIES = "summaries_all.csv"  # an archive's sample of the tasks' TensorBoard scalars (benchmarks/reproduce.py)
+SUMMARY_COLUMNS = ("source", "tag", "global_step", "value")
+
+
+def event_scalars(log_dir, skip_prefixes=()):
+    """{(source, tag): (global steps, values)} of every scalar summary in the tasks' TensorBoard events
+    (<log-dir>/train_<task>/, the source being that folder's name), in the order written; tags that begin with one
+    of `skip_prefixes` left out. Imports TensorBoard's reader (and with it TensorFlow) when called."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    series = {}
+    for path in sorted(glob.glob(os.path.join(log_dir, "train_*", "events.out.tfevents.*"))):
+        source = os.path.basename(os.path.dirname(path))
+        for event in LegacyEventFileLoader(path).Load():
+            for value in event.summary.value:
+                if value.HasField("simple_value") and not value.tag.startswith(tuple(skip_prefixes)):
+                    steps, values = series.setdefault((source, value.tag), ([], []))
+                    steps.append(int(event.step))
+                    values.append(float(value.simple_value))
+    return series
+
+
+def summary_rows(log_dirs):
+    """The rows (SUMMARY_COLUMNS) of the run's archived sample of its TensorBoard scalars."""
+    return rows_of(log_dirs, SUMMARIES)
 
 
 def eval_rows(log_dirs):

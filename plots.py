@@ -174,6 +174,47 @@ def panels_figure(rows, path, references=None, shown=None):
     return {ylabel: list(panels) for ylabel, panels in rows.items()}
 
 
+SUMMARY_COLUMNS_A_ROW = 4  # panels a row of summaries_figure
+
+
+def summaries_figure(rows_by_run, path, title):
+    """The TensorBoard scalars of several runs (archived rows, logdir.SUMMARY_COLUMNS; {label: rows}) against global
+    steps, a panel a tag and a line a run, the tasks that wrote a tag merged by step; the tags drawn, or None (and no
+    file) where no run has any."""
+    series = {}  # {tag: {label: [(step, value)]}}
+    for label, rows in rows_by_run.items():
+        for row in rows:
+            series.setdefault(row["tag"], {}).setdefault(label, []).append((int(row["global_step"]),
+                                                                              float(row["value"])))
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tags = sorted(series)
+    columns = min(SUMMARY_COLUMNS_A_ROW, len(tags))
+    figure, grid = plt.subplots(-(-len(tags) // columns), columns, figsize=(PANEL_WIDTH * columns,
+                                PANEL_HEIGHT * -(-len(tags) // columns)), dpi=DPI, squeeze=False)
+    colors = {label: f"C{index}" for index, label in enumerate(rows_by_run)}
+    for axes, tag in zip(grid.flat, tags):
+        for label, points in series[tag].items():
+            points.sort()
+            axes.plot([step for step, _ in points], [value for _, value in points], label=label, color=colors[label])
+        axes.set_title(tag)
+        axes.set_xlabel("global steps")
+        axes.grid(alpha=0.3)
+        axes.legend()
+    for axes in grid.flat[len(tags):]:
+        axes.set_axis_off()
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return tags
+
+
 def draw_references(axes, marks):
     """Published results on a panel, in black and grey beside the curves' colours, named in its legend."""
     for step, value, label in marks:

@@ -26,6 +26,8 @@ their budget; the evaluations of the others and the random agent wait for the ne
 Then the report, into --report-dir (default <out>/report), per task:
   <task>/*.png          plots.py's figures, ICM and A3C on each: reward, success rate and bonus against steps,
                         the seeds' mean with their min-max band, and where each method went (visits)
+  <task>/summaries_<method>.png  the method's TensorBoard scalars (the learner's losses, entropy, rho, RND's
+                        statistics, ...) against steps, a panel a tag and a line a seed, from the archives
   <task>/random_agent.json  a random agent's episodes on the task (demo.py --random, --random-episodes of them)
   <task>/video_<method>.mp4  one greedy episode (Mario: sampled) of the method's best seed run to its budget (by
                         its evaluation so), begun with random actions as the evaluations are, and its .json: the
@@ -49,9 +51,9 @@ Then the report, into --report-dir (default <out>/report), per task:
   figure5.png           the tasks side by side as in the paper's Figure 5, a row per measure, the paper's results
                         marked (a star where its ICM got, a dashed line at its A3C's level: PAPER_MARKS)
   results.json          every number of the tables
-  runs/<run>/           each run's archive: its episodes (the columns above) and 20,000 of its positions, as
-                        compressed CSVs, its config, its sittings and the machine; the tables are computed from
-                        these alone
+  runs/<run>/           each run's archive: its episodes (the columns above), 20,000 of its positions and its
+                        TensorBoard scalars (200 means of consecutive summaries a tag and task), as compressed
+                        CSVs, its config, its sittings and the machine; the tables are computed from these alone
 Only small files go there, so it can be committed; and a report dir that already holds runs keeps them, so one
 report gathers the sittings of several machines whose run folders are gone or elsewhere. With --carry a run short
 of --steps also leaves its latest checkpoint in its archive (runs/<run>/train/, a few MB, dropped when the run
@@ -196,6 +198,12 @@ ARCHIVED_EPISODE_COLUMNS = ("global_step", "wall_time", "worker", "env_reward", 
 ARCHIVED_VISITS = 20_000
 # the archive's two CSVs, compressed (a 5M-step Doom run's episodes are 0.8 MB as text, 0.2 MB so; logdir reads both)
 ARCHIVED_EPISODES, ARCHIVED_POSITIONS = "episodes_all.csv.gz", "visits_all.csv.gz"
+# the tasks' TensorBoard scalars (the learner's losses, entropy, RND's statistics, V-trace's rho, ...), each cut
+# into at most this many means of consecutive summaries: what a figure of a run shows, in tens of kB
+ARCHIVED_SUMMARY_POINTS = 200
+ARCHIVED_SUMMARIES = logdir.SUMMARIES + ".gz"
+SUMMARIES_FIGURE = "summaries_{method}.png"  # a task's figure of a method's archived summaries, a line a seed
+EPISODE_TAGS = ("global/",)  # the per-episode summaries: the archived episodes hold them whole
 # --carry: the latest checkpoint of a run short of its budget goes into its archive (<archive>/train/), so that
 # a sitting on a machine without the run's folder resumes it from there (restore_carried); the folder restored
 # holds the archive's episodes and positions so far under these names (read with the workers' own, as logdir's
@@ -979,6 +987,9 @@ def archive_run(log_dir, archive, reached, evaluations):
     sittings = read_sittings(log_dir)
     if visits:
         write_rows(os.path.join(archive, ARCHIVED_POSITIONS), ("x", "y"), visits)
+    summaries = summary_sample(logdir.event_scalars(log_dir, EPISODE_TAGS), logdir.summary_rows(archive))
+    if summaries:
+        write_rows(os.path.join(archive, ARCHIVED_SUMMARIES), logdir.SUMMARY_COLUMNS, summaries)
     config = logdir.read_json(os.path.join(log_dir, "config.json"))
     if config is not None:
         logdir.write_json_atomically(os.path.join(archive, "config.json"), config)
@@ -991,6 +1002,25 @@ def archive_run(log_dir, archive, reached, evaluations):
         **run, "machine": last_machine(sittings) or kept.get("machine") or machine(),
         "sittings": sittings or kept.get("sittings")})
     return True
+
+
+def summary_sample(series, archived=(), points=ARCHIVED_SUMMARY_POINTS):
+    """Rows (logdir.SUMMARY_COLUMNS) of each (source, tag) series of event_scalars, by global step, cut into at
+    most `points` runs of consecutive summaries, each the mean of its values at its last step. `archived`: the rows
+    an earlier sitting archived; those of a series below its first step here are kept (a sitting on another machine,
+    from a carried checkpoint, has only its own events)."""
+    rows = []
+    for (source, tag), (steps, values) in sorted(series.items()):
+        order = np.argsort(steps, kind="stable")
+        steps, values = np.asarray(steps)[order], np.asarray(values, float)[order]
+        rows += [row for row in archived if row["source"] == source and row["tag"] == tag
+                 and int(row["global_step"]) < steps[0]]
+        for chunk_steps, chunk_values in zip(np.array_split(steps, min(points, len(steps))),
+                                             np.array_split(values, min(points, len(steps)))):
+            rows.append({"source": source, "tag": tag, "global_step": int(chunk_steps[-1]),
+                         "value": f"{chunk_values.mean():.6g}"})
+    kept = {(source, tag) for source, tag in series}
+    return rows + [row for row in archived if (row["source"], row["tag"]) not in kept]
 
 
 def evenly(rows, count):
@@ -1419,6 +1449,11 @@ def plot_tasks(found, report_dir):
         for ylabel, name in FIGURE_ROWS:
             if name in written:
                 rows.setdefault(ylabel, {})[task] = written[name]
+        for method in (method for method in METHODS if method in methods):
+            plots.summaries_figure({f"seed {seed}": logdir.summary_rows(methods[method][seed])
+                                    for seed in sorted(methods[method])},
+                                   os.path.join(report_dir, task, SUMMARIES_FIGURE.format(method=method)),
+                                   f"{method_label(method, task)} on {task}: the tasks' TensorBoard scalars")
     if not rows:
         return None
     marks = {ylabel: {task: [list(mark) for mark in PAPER_MARKS[task][name]] for task in rows[ylabel]

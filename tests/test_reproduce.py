@@ -833,6 +833,44 @@ def test_a_run_made_afresh_over_an_earlier_archive_is_archived_with_its_own_mach
     assert (kept["global_step"], kept["machine"], len(kept["sittings"])) == (500_000, "new-host, 16 cores", 1)
 
 
+def write_scalars(events_dir, steps, tags=("model/entropy", "global/episode_reward")):
+    """TensorBoard events as a task writes them: each of `tags` at each of `steps`, its value the step."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(events_dir))
+    for step in steps:
+        writer.add_event(event_pb2.Event(step=step, wall_time=1e9 + step, summary=summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag=tag, simple_value=float(step)) for tag in tags])))
+    writer.close()
+
+
+def test_a_runs_archive_keeps_its_tensorboard_scalars_as_means_of_consecutive_summaries(tmp_path):
+    """The learner's scalar at steps 1-1,000, each the step, cut into 200 runs of 5: each run's mean at its last
+    step (3 at 5, 8 at 10, ..., 998 at 1,000); the per-episode tags (global/) are the episodes' to keep. A sitting
+    on another machine with the events from step 601 on only (a carried checkpoint's) keeps the earlier sitting's
+    rows below 601 and cuts its own 400 summaries into 200 runs of 2 (601.5 at 602, ...). The report draws them."""
+    study, archive = tmp_path / "study", str(tmp_path / "report" / "runs" / "doomSparse-icm-s0")
+    log_dir = study / "runs" / "doomSparse-icm-s0"
+    write_episodes(log_dir, [0] * 10, step_every=100)
+    write_scalars(log_dir / "train_learner", range(1, 1001))
+    reproduce.archive_run(str(log_dir), archive, 1_000, {"greedy": None})
+    rows = logdir.summary_rows(archive)
+    assert {row["tag"] for row in rows} == {"model/entropy"} and {row["source"] for row in rows} == {"train_learner"}
+    assert [(int(row["global_step"]), float(row["value"])) for row in rows] == [
+        (5 * (i + 1), 5 * i + 3) for i in range(200)]
+
+    shutil.rmtree(log_dir / "train_learner")
+    write_scalars(log_dir / "train_learner", range(601, 1001))
+    reproduce.archive_run(str(log_dir), archive, 1_000, {"greedy": None})
+    again = [(int(row["global_step"]), float(row["value"])) for row in logdir.summary_rows(archive)]
+    assert again == [(5 * (i + 1), 5 * i + 3) for i in range(120)] + [(602 + 2 * i, 601.5 + 2 * i)
+                                                                      for i in range(200)]
+
+    reproduce.plot_tasks(reproduce.archived_runs(str(tmp_path / "report")), str(tmp_path / "report"))
+    assert (tmp_path / "report" / "doomSparse" / "summaries_icm.png").stat().st_size > 0
+
+
 def test_runs_another_sitting_has_going_are_waited_for_then_resumed_if_short(tmp_path):
     import train
 
