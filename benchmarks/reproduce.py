@@ -651,10 +651,11 @@ def run_summary(log_dir, milestones, reached, measure="success", level=None):
 def distance_run_summary(log_dir, milestones, reached, config, budget):
     """A run measured by distance (Mario): the mean of its episodes' farthest distances over the last WINDOW
     episodes at each milestone and at its end, and the farthest of any episode."""
-    (steps, distance), (_, flags) = episode_columns(log_dir, "distance", "success")
+    (steps, distance), (_, flags), (bonus_steps, bonuses) = episode_columns(log_dir, "distance", "success", "bonus")
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(distance)), "goals": int(flags.sum()),
             "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
+            "bonus_at": {str(m): success_at(bonus_steps, bonuses, m, reached) for m in milestones},
             "last_episodes": {"episodes": int(len(distance[-WINDOW:])),
                               "distance": float(np.mean(distance[-WINDOW:])) if len(distance) else None,
                               "error": standard_error(distance[-WINDOW:])},
@@ -750,7 +751,8 @@ def distance_method_summary(seeds, milestones, policies):
     at = over_seeds(list(seeds.values()), "distance_at", milestones)
     runs, summary = seeds_summary(seeds)
     farthest = [run["farthest"] for run in seeds.values() if run.get("farthest") is not None]
-    return {**summary, "distance_at": at, "farthest": max(farthest) if farthest else None,
+    bonuses = over_seeds([run for run in seeds.values() if "bonus_at" in run], "bonus_at", milestones)
+    return {**summary, "distance_at": at, "bonus_at": bonuses, "farthest": max(farthest) if farthest else None,
             "goals": sum(run.get("goals", 0) for run in runs), "episodes": sum(run["episodes"] for run in runs),
             "seeds_with_goals": sum(run.get("goals", 0) > 0 for run in runs),
             **{policy: pooled_distance(evaluations_by(runs, "mean_distance", policy))
@@ -1587,17 +1589,7 @@ def markdown(results):
                          + f"({steps_or_dash(summary['median_sustained_from'])}) | "
                          + f"{summary['runs_reached_vest']} of {runs} | "
                          + (f"{greedy['successes']} of {greedy['episodes']}" if greedy else "-") + " |")
-        for key, title, shown, tasks in EXTRA_TABLES:
-            shown_methods = {method: summary for method, summary in methods.items()
-                             if key in summary and (key != "bonus_at" or METHODS[method] != NO_BONUS)}
-            if not tasks(task_spec(task)) or not any(summary[key][str(m)] for summary in shown_methods.values()
-                                                     for m in milestones):
-                continue  # no method has the measure (an earlier report's rows, their episodes not kept)
-            lines += ["", title.format(window=window), "", "| method | " + " | ".join(short(m) for m in milestones)
-                      + " |", "|---" * (len(milestones) + 1) + "|"]
-            for method, summary in shown_methods.items():
-                lines.append(f"| {method_label(method, task)} | "
-                             + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
+        lines += extra_tables(task, methods, milestones, window)
         lines += level_lines(task, methods, window)
         lines += compared_lines(task, results.get("compared", {}).get(task), window)
         lines += ["", *seed_table_head(milestones, [f"last {sustained:,}", f"first {SOLVED:.0%}", "solved for good",
@@ -1661,6 +1653,24 @@ EXTRA_TABLES = (("return_at", "Return: the mean game reward of the last {window}
                              "took them, before `int_coef`; each method's on its own scale), the mean of the last "
                              "{window} episodes at each global step, over the seeds that got there.",
                  lambda v: f"{v:,.0f}" if abs(v) >= 100 else f"{v:#.3g}", lambda spec: True))
+
+
+def extra_tables(task, methods, milestones, window):
+    """The task's EXTRA_TABLES, a row per method that has the measure (a method without a bonus has no bonus row);
+    a table no method has a value in (an earlier report's rows, their episodes not kept) is left out."""
+    lines = []
+    for key, title, shown, tasks in EXTRA_TABLES:
+        shown_methods = {method: summary for method, summary in methods.items()
+                         if key in summary and (key != "bonus_at" or METHODS[method] != NO_BONUS)}
+        if not tasks(task_spec(task)) or not any(summary[key][str(m)] for summary in shown_methods.values()
+                                                 for m in milestones):
+            continue
+        lines += ["", title.format(window=window), "", "| method | " + " | ".join(short(m) for m in milestones)
+                  + " |", "|---" * (len(milestones) + 1) + "|"]
+        for method, summary in shown_methods.items():
+            lines.append(f"| {method_label(method, task)} | "
+                         + " | ".join(spread(summary[key][str(m)], shown) for m in milestones) + " |")
+    return lines
 
 
 def goal_of(task):
@@ -1759,6 +1769,7 @@ def distance_markdown(task, methods, results):
         lines.append(f"| {METHOD_LABELS[method]} | {seeds_cell(summary)} | {', '.join(summary['setups']) or '-'} | "
                      + " | ".join(spread(summary["distance_at"][str(m)], distance, error=True) for m in milestones)
                      + f" | {distance(summary['farthest'])} | " + " | ".join(pooled) + " |")
+    lines += extra_tables(task, methods, milestones, window)
     lines += ["", *seed_table_head(milestones, [f"last {window}", "farthest", *policies])]
     for method, summary in methods.items():
         for seed, run in summary["seeds"].items():

@@ -42,15 +42,16 @@ def write_episodes(log_dir, successes, step_every=10_000, workers=2, bonus=lambd
         handle.close()
 
 
-def write_distances(log_dir, distances, step_every=10_000):
-    """Mario's episodes: episode i (1-based) ends at global step i * step_every having gone distances[i - 1]."""
+def write_distances(log_dir, distances, step_every=10_000, bonus=lambda index: 0.0):
+    """Mario's episodes: episode i (1-based) ends at global step i * step_every having gone distances[i - 1], with
+    bonus bonus(i)."""
     os.makedirs(log_dir, exist_ok=True)
     with open(os.path.join(log_dir, "episodes_0.csv"), "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(HEADER)
         for index, distance in enumerate(distances, 1):
-            writer.writerow([index * step_every, 1_000_000 + index, 0, 0, 500, 1.0, 0, 0, 0.0, "", distance, "", "",
-                             ""])
+            writer.writerow([index * step_every, 1_000_000 + index, 0, 0, 500, 1.0, 0, 0, bonus(index), "", distance,
+                             "", "", ""])
 
 
 def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
@@ -205,6 +206,13 @@ def test_a_report_gives_each_bonus_an_episode_at_each_step_and_none_for_the_lear
     bonus_table = table[table.index("Bonus: the curiosity bonus an episode earned"):]
     assert "| RND | 0.758 [0.505-1.01] | 2.26 [1.50-3.01] |" in bonus_table, bonus_table
     assert "| A3C |" not in bonus_table.split("\n\n")[1], "the learner alone has no bonus row"
+
+    # Mario's tables too (measured by distance; the paper's 1.5M added): episodes 51-150 by 1.5M, mean 1.005
+    write_distances(tmp_path / "mario" / "runs" / "mario-icm-s0", [300] * 200, bonus=lambda index: index / 100)
+    reproduce.report(str(tmp_path / "mario"), str(tmp_path / "mario_report"), [1_000_000, 2_000_000],
+                     eval_episodes=0)
+    table = (tmp_path / "mario_report" / "results.md").read_text()
+    assert "| ICM | 0.505 | 1.00 | 1.50 |" in table[table.index("Bonus: the curiosity bonus"):], table
 
 
 def write_minigrid_episodes(log_dir, first, goal_return, length, cells):
