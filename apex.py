@@ -315,12 +315,8 @@ def run_task(args):
     and SAC on a cluster. The chief (the learner) initialises or restores the variables and checkpoints them; an
     actor waits for it."""
     logdir.import_tf()
-    job, task = args.job_name, args.task
-    is_learner = roles.is_chief(job, task)
-    spec = runs.cluster_spec(args)
+    job, task, is_learner, spec, first, config = runs.start_task(args)
     stop_flag = sessions.StopFlag()
-    first = runs.make_env(args)
-    config = runs.effective_config(args, first)
     actor_envs = [] if is_learner else [first] + [runs.make_env(args) for _ in range(config.envs_per_worker - 1)]
     space, action_space = first.observation_space, first.action_space
     if is_learner:

@@ -644,12 +644,8 @@ def run_task(args):
     """An IMPALA learner or actor (worker.py --job-name learner|actor): the algorithms' table's entry point. The
     chief (the learner) initialises or restores the variables and checkpoints them; an actor waits for it."""
     logdir.import_tf()
-    job, task = args.job_name, args.task
-    is_learner = roles.is_chief(job, task)
-    spec = runs.cluster_spec(args)
+    job, task, is_learner, spec, first, config = runs.start_task(args)
     stop_flag = sessions.StopFlag()
-    first = runs.make_env(args)
-    config = runs.effective_config(args, first)
     sessions.seed_task(tf1, config.seed + task)
     graph = build_graph(args, first, config, *devices(job, task), acts=not is_learner)
     played = [] if is_learner else actor_envs(args, config, task, first)

@@ -4,6 +4,7 @@ hyper-parameters it trains with, recorded in <log-dir>/config.json.
 Every learner's task (a3c.run_task, apex.run_task), the one-process runs and playback build their environments and
 their configuration here, so that they cannot drift apart. This module does not import TensorFlow.
 """
+import collections
 import logging
 import os
 import sys
@@ -86,3 +87,16 @@ def effective_config(args, env):
         logger.info("hyper-parameter %s = %r", key, value)
     write_config(args.log_dir, args, preset, config, saved)
     return config
+
+
+TaskStart = collections.namedtuple("TaskStart", ("job", "task", "is_learner", "spec", "first", "config"))
+
+
+def start_task(args):
+    """What a task of a learner-and-actors cluster begins with (apex.run_task, impala.run_task): its job and index,
+    whether it is the learner (the chief), its algorithm's cluster, its first environment (which tells every task
+    the shapes) and the run's hyper-parameters (effective_config)."""
+    job, task = args.job_name, args.task
+    spec = cluster_spec(args)
+    first = make_env(args)
+    return TaskStart(job, task, roles.is_chief(job, task), spec, first, effective_config(args, first))
