@@ -175,6 +175,7 @@ def panels_figure(rows, path, references=None, shown=None):
 
 
 SUMMARY_COLUMNS_A_ROW = 4  # panels a row of summaries_figure
+SUMMARY_DPI = 60  # its panels at 300 x 216 pixels: a dozen or more a figure, each redrawn with every report
 
 
 def summaries_figure(rows_by_run, path, title):
@@ -196,7 +197,7 @@ def summaries_figure(rows_by_run, path, title):
     tags = sorted(series)
     columns = min(SUMMARY_COLUMNS_A_ROW, len(tags))
     figure, grid = plt.subplots(-(-len(tags) // columns), columns, figsize=(PANEL_WIDTH * columns,
-                                PANEL_HEIGHT * -(-len(tags) // columns)), dpi=DPI, squeeze=False)
+                                PANEL_HEIGHT * -(-len(tags) // columns)), dpi=SUMMARY_DPI, squeeze=False)
     colors = {label: f"C{index}" for index, label in enumerate(rows_by_run)}
     for axes, tag in zip(grid.flat, tags):
         for label, points in series[tag].items():
