@@ -360,22 +360,27 @@ def test_each_algorithm_has_its_page_with_the_same_headings():
         assert headings == ALGORITHM_HEADINGS, f"docs/{name}.md: {headings}"
 
 
+def learner_report(folder, seeds):
+    """A reproduce.py results.json in `folder` of doomSparse + ICM seeds (success at 3M, at 5M, the step solved for
+    good, hours): a seed with neither a 5M success nor a solved step is short of its budget (3.1M of 5M)."""
+    folder.mkdir()
+    runs = {str(index): {
+        "success_at": {"3000000": at_3m, "5000000": at_5m}, "sustained_from": solved,
+        "global_step": 5_000_100 if at_5m is not None or solved else 3_100_000, "budget": 5_000_000,
+        "sittings": [{"started": "2026-12-01T10:00:00", "ended": f"2026-12-01T{10 + hours}:00:00", "from_step": 0,
+                      "at_step": 3_600_000 * hours}]}
+        for index, (at_3m, at_5m, solved, hours) in enumerate(seeds)}
+    (folder / "results.json").write_text(json.dumps(
+        {"tasks": {"doomSparse": {"icm": {"setups": ["2 x 4"], "seeds": runs}}}}))
+    return str(folder)
+
+
 def test_the_learners_table_gives_each_learners_seeds_on_one_task_and_tests_their_steps_to_solve(tmp_path):
     """Reports of 3, 2 (and one short of its budget) and 2 seeds: success at 3M and 5M over the seeds that got there,
     the seeds solved for good with their steps, each run's hours over its sittings and its steps/s, Welch's test of
     each row's solved steps against the first's, and the seed still going named, not counted."""
     def report(name, seeds):
-        folder = tmp_path / name
-        folder.mkdir()
-        runs = {str(index): {
-            "success_at": {"3000000": at_3m, "5000000": at_5m}, "sustained_from": solved,
-            "global_step": 5_000_100 if at_5m is not None or solved else 3_100_000, "budget": 5_000_000,
-            "sittings": [{"started": "2026-12-01T10:00:00", "ended": f"2026-12-01T{10 + hours}:00:00", "from_step": 0,
-                          "at_step": 3_600_000 * hours}]}
-            for index, (at_3m, at_5m, solved, hours) in enumerate(seeds)}
-        (folder / "results.json").write_text(json.dumps(
-            {"tasks": {"doomSparse": {"icm": {"setups": ["2 x 4"], "seeds": runs}}}}))
-        return str(folder)
+        return learner_report(tmp_path / name, seeds)
 
     first = report("a3c", [(0.1, 1.0, 4_000_000, 2), (0.2, 0.9, 5_000_000, 2), (0.0, 0.1, None, 1)])
     second = report("impala", [(0.5, 1.0, 3_000_000, 1), (0.7, None, 3_500_000, 1), (0.0, None, None, 1)])
@@ -386,6 +391,17 @@ def test_the_learners_table_gives_each_learners_seeds_on_one_task_and_tests_thei
     assert "IMPALA's step to solved for good minus A3C's: -1.25M +- 0.56M (Welch's p" in " ".join(text.split()), text
     assert "IMPALA b4's step to solved for good minus A3C's: -2.25M +- 0.56M (Welch's p" in " ".join(text.split()), text
     assert "Not counted until they reach their budget: IMPALA: seed 2 (3.10M of 5M)." in " ".join(text.split()), text
+
+
+def test_the_readmes_learner_line_tests_its_steps_to_solve_against_a3cs(tmp_path, monkeypatch):
+    """The README's line of a learner beside A3C on doomSparse: each one's seeds solved for good, then Welch's test
+    of the steps (IMPALA 3M and 3.5M against A3C's 4M and 5M: -1.25M +- 0.56M)."""
+    a3c = learner_report(tmp_path / "a3c", [(0.1, 1.0, 4_000_000, 2), (0.2, 0.9, 5_000_000, 2)])
+    impala = learner_report(tmp_path / "impala", [(0.5, 1.0, 3_000_000, 1), (0.7, 1.0, 3_500_000, 1)])
+    monkeypatch.setattr(generator, "DOOM_REPORT", os.path.relpath(a3c, generator.ROOT))
+    line = generator.doom_learners_line("IMPALA", os.path.relpath(impala, generator.ROOT))
+    assert line.startswith("solved for good: IMPALA 2 of 2 (3.00M, 3.50M); A3C 2 of 2 (4.00M, 5.00M) "), line
+    assert "IMPALA's step to solved for good minus A3C's: -1.25M +- 0.56M (Welch's p" in line, line
 
 
 def test_the_impala_batches_table_gives_each_setting_against_a3c_in_its_own_round(tmp_path, monkeypatch):

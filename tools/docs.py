@@ -650,11 +650,23 @@ def solved_for_good(seeds):
 
 def doom_learners_line(learner, report, task="doomSparse", method="icm"):
     """One learner's seeds solved for good on a Doom task in its report, beside A3C's at the `doom` preset."""
-    line = []
+    line, solved_steps = [], []
     for name, path in ((learner, report), ("A3C", DOOM_REPORT)):
         seeds, running = finished_seeds(load(f"{path}/results.json")["tasks"][task][method])
         line.append(f"{name} {solved_for_good(seeds)}" + (f", {len(running)} running" if running else ""))
-    return "solved for good: " + "; ".join(line)
+        solved_steps.append([seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None])
+    return "solved for good: " + "; ".join(line) + welch_text(learner, solved_steps[0], "A3C", solved_steps[1])
+
+
+def welch_text(name, steps, other, other_steps):
+    """' NAME's step to solved for good minus OTHER's: +0.41M +- 0.31M (Welch's p 0.293).' where each has 2 or more
+    seeds solved for good; '' otherwise."""
+    if min(len(steps), len(other_steps)) < 2:
+        return ""
+    result = reproduce_module().welch(steps, other_steps)
+    return (f" {name}'s step to solved for good minus {other}'s: {result['difference'] / 1e6:+.2f}M +- "
+            f"{result['error'] / 1e6:.2f}M" + (f" (Welch's p {p_text(result['p'])})." if result["p"] is not None
+                                                else "."))
 
 
 def learners_table(page_dir, reports, task="doomSparse", method="icm", milestones=(3_000_000, 5_000_000)):
@@ -686,11 +698,7 @@ def learners_table(page_dir, reports, task="doomSparse", method="icm", milestone
         text += f" Not counted until they reach their budget: {'; '.join(going)}."
     first = reports[0][0]
     for name, _ in reports[1:]:
-        if min(len(solved_steps[first]), len(solved_steps[name])) >= 2:
-            result = reproduce_module().welch(solved_steps[name], solved_steps[first])
-            text += (f" {name}'s step to solved for good minus {first}'s: {result['difference'] / 1e6:+.2f}M +- "
-                     f"{result['error'] / 1e6:.2f}M" + (f" (Welch's p {p_text(result['p'])})." if result["p"] is not None
-                                                         else "."))
+        text += welch_text(name, solved_steps[name], first, solved_steps[first])
     return text
 
 
