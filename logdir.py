@@ -429,12 +429,12 @@ def event_scalars(log_dir, skip_prefixes=()):
     of `skip_prefixes` left out. Imports TensorBoard's reader (and with it TensorFlow) when called."""
     from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
-    series = {}
+    series, skip_prefixes = {}, tuple(skip_prefixes)
     for path in sorted(glob.glob(os.path.join(log_dir, "train_*", "events.out.tfevents.*"))):
         source = os.path.basename(os.path.dirname(path))
         for event in LegacyEventFileLoader(path).Load():
             for value in event.summary.value:
-                if value.HasField("simple_value") and not value.tag.startswith(tuple(skip_prefixes)):
+                if value.HasField("simple_value") and not value.tag.startswith(skip_prefixes):
                     steps, values = series.setdefault((source, value.tag), ([], []))
                     steps.append(int(event.step))
                     values.append(float(value.simple_value))

@@ -650,17 +650,19 @@ def solved_for_good(seeds):
 
 def doom_learners_line(learner, report, task="doomSparse", method="icm"):
     """One learner's seeds solved for good on a Doom task in its report, beside A3C's at the `doom` preset."""
-    line, solved_steps = [], []
+    line, finished = [], []
     for name, path in ((learner, report), ("A3C", DOOM_REPORT)):
         seeds, running = finished_seeds(load(f"{path}/results.json")["tasks"][task][method])
         line.append(f"{name} {solved_for_good(seeds)}" + (f", {len(running)} running" if running else ""))
-        solved_steps.append([seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None])
-    return "solved for good: " + "; ".join(line) + welch_text(learner, solved_steps[0], "A3C", solved_steps[1])
+        finished.append(seeds)
+    return "solved for good: " + "; ".join(line) + welch_text(learner, finished[0], "A3C", finished[1])
 
 
-def welch_text(name, steps, other, other_steps):
-    """' NAME's step to solved for good minus OTHER's: +0.41M +- 0.31M (Welch's p 0.293).' where each has 2 or more
-    seeds solved for good; '' otherwise."""
+def welch_text(name, seeds, other, other_seeds):
+    """' NAME's step to solved for good minus OTHER's: +0.41M +- 0.31M (Welch's p 0.293).' over two learners' seeds
+    run to their budget, where each has 2 or more solved for good; '' otherwise."""
+    steps, other_steps = ([seed["sustained_from"] for seed in group if seed.get("sustained_from") is not None]
+                          for group in (seeds, other_seeds))
     if min(len(steps), len(other_steps)) < 2:
         return ""
     result = reproduce_module().welch(steps, other_steps)
@@ -674,7 +676,7 @@ def learners_table(page_dir, reports, task="doomSparse", method="icm", milestone
     (the seeds' mean and range), the seeds solved for good and at which step, each run's own hours and steps/s;
     Welch's test of the steps to solved for good of each row against the first. Only runs that reached their
     budget count: a seed still going is named below the table."""
-    rows, solved_steps, going = [], {}, []
+    rows, finished, going = [], {}, []
     for name, report in reports:
         summary = load(f"{report}/results.json")["tasks"][task][method]
         seeds, running = finished_seeds(summary)
@@ -684,7 +686,7 @@ def learners_table(page_dir, reports, task="doomSparse", method="icm", milestone
             values = [seed["success_at"][str(milestone)] for seed in seeds
                       if seed["success_at"].get(str(milestone)) is not None]
             cells.append(f"{statistics.fmean(values):.2f} ({span(values, '{:.2f}')})" if values else "-")
-        solved_steps[name] = [seed["sustained_from"] for seed in seeds if seed.get("sustained_from") is not None]
+        finished[name] = seeds
         timed = [run_hours(seed) for seed in seeds]
         rows.append([name, ", ".join(summary["setups"]), f"{len(seeds)}", *cells,
                      solved_for_good(seeds), span([hours for hours, _ in timed], "{:.2f}"),
@@ -698,7 +700,7 @@ def learners_table(page_dir, reports, task="doomSparse", method="icm", milestone
         text += f" Not counted until they reach their budget: {'; '.join(going)}."
     first = reports[0][0]
     for name, _ in reports[1:]:
-        text += welch_text(name, solved_steps[name], first, solved_steps[first])
+        text += welch_text(name, finished[name], first, finished[first])
     return text
 
 
