@@ -93,10 +93,11 @@ LEARNERS = {
             "--set", "learning_starts=200", "--set", "replay_ratio=16", "--set", "batch_size=64"],
     "sac": ["--algo", "sac", "--env-id", "Pendulum-v1", "--set", "max_global_steps=600", "--set",
             "learning_starts=256"],
+    "impala": ["--algo", "impala", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=1600"],
 }
 
 
-def test_disagreement_trains_with_a3c_dqn_and_sac(tmp_path):
+def test_disagreement_trains_with_every_learner(tmp_path):
     """`--unsup disagreement` with each learner in one process, side by side: every episode gets a bonus, and where
     the states repeat (the corridor) the ensemble comes to agree on them: the bonus a step falls."""
     import csv
