@@ -97,7 +97,7 @@ LEARNERS = {
 }
 
 
-def test_disagreement_trains_with_every_learner(tmp_path):
+def test_disagreement_trains_with_every_learner_that_takes_a_bonus(tmp_path):
     """`--unsup disagreement` with each learner in one process, side by side: every episode gets a bonus, and where
     the states repeat (the corridor) the ensemble comes to agree on them: the bonus a step falls."""
     import csv
