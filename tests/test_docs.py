@@ -400,7 +400,7 @@ def test_the_readmes_learner_line_tests_its_steps_to_solve_against_a3cs(tmp_path
     impala = learner_report(tmp_path / "impala", [(0.5, 1.0, 3_000_000, 1), (0.7, 1.0, 3_500_000, 1)])
     monkeypatch.setattr(generator, "DOOM_REPORT", os.path.relpath(a3c, generator.ROOT))
     line = generator.doom_learners_line("IMPALA", os.path.relpath(impala, generator.ROOT))
-    assert line.startswith("solved for good: IMPALA 2 of 2 (3.00M, 3.50M); A3C 2 of 2 (4.00M, 5.00M) "), line
+    assert line.startswith("solved for good: IMPALA 2 of 2 (3.00M, 3.50M); A3C 2 of 2 (4.00M, 5.00M). IMPALA's "), line
     assert "IMPALA's step to solved for good minus A3C's: -1.25M +- 0.56M (Welch's p" in line, line
 
 

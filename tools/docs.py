@@ -655,7 +655,7 @@ def doom_learners_line(learner, report, task="doomSparse", method="icm"):
         seeds, running = finished_seeds(load(f"{path}/results.json")["tasks"][task][method])
         line.append(f"{name} {solved_for_good(seeds)}" + (f", {len(running)} running" if running else ""))
         finished.append(seeds)
-    return "solved for good: " + "; ".join(line) + welch_text(learner, finished[0], "A3C", finished[1])
+    return "solved for good: " + "; ".join(line) + "." + welch_text(learner, finished[0], "A3C", finished[1])
 
 
 def welch_text(name, seeds, other, other_seeds):
