@@ -582,13 +582,7 @@ def episode_arrays(log_dir, column):
 
 def episode_columns(log_dir, *columns):
     """episode_arrays of each of `columns`, from one read of the run's episode CSVs."""
-    rows = logdir.episode_rows(log_dir)  # every episode, ordered by global step
-    arrays = []
-    for column in columns:
-        having = [row for row in rows if row.get(column, "") != ""]
-        arrays.append((np.array([int(row["global_step"]) for row in having], dtype=np.int64),
-                       np.array([float(row[column]) for row in having])))
-    return arrays
+    return logdir.episode_columns(log_dir, *columns)
 
 
 def success_at(steps, success, milestone, reached=None, window=WINDOW):

@@ -549,6 +549,30 @@ def test_readers_count_each_step_once_where_an_older_run_went_back_to_its_checkp
     merged = sorted(lines + ["12,1.5,1,6", "40,6.0,1,7"], key=lambda line: int(line.split(",")[0]))
     (archive / "episodes_all.csv").write_text(header + "\n".join(merged) + "\n")
     assert logdir.episode_rows(str(archive)) == rows
+    for folder in (tmp_path, archive):
+        ((steps, rewards),) = logdir.episode_columns(str(folder), "reward")
+        assert steps.tolist() == [10, 12, 15, 25, 40] and rewards.tolist() == [1, 6, 4, 5, 7], folder
+
+
+def test_the_column_reader_gives_the_row_readers_episodes_in_their_order(tmp_path):
+    """episode_columns against episode_rows: rows tied on step and time keep episode_rows' order (worker 1's row
+    first: its worker's first row is the earlier), an empty value leaves its episode out of that column only, and a
+    row cut short (a process killed mid-write) is left out of both."""
+    import gzip
+
+    import logdir
+
+    header = "global_step,wall_time,worker,reward,distance\n"
+    lines = ["20,2.0,0,2,", "20,2.0,1,3,7", "10,0.5,1,1,5", "30,3.0,0,4,9", "40,4.0"]
+    with gzip.open(tmp_path / "episodes_all.csv.gz", "wt") as handle:
+        handle.write(header + "\n".join(lines) + "\n")
+    rows = logdir.episode_rows(str(tmp_path))
+    columns = logdir.episode_columns(str(tmp_path), "reward", "distance", "absent")
+    for column, (steps, values) in zip(("reward", "distance", "absent"), columns):
+        having = [row for row in rows if row.get(column, "") != ""]
+        assert steps.tolist() == [int(row["global_step"]) for row in having], column
+        assert values.tolist() == [float(row[column]) for row in having], column
+    assert columns[0][1].tolist() == [1, 3, 2, 4] and columns[1][1].tolist() == [5, 7, 9]
 
 
 def test_the_runners_copy_of_the_policy_acts_as_the_local_policy_after_each_sync(graph):
