@@ -477,10 +477,11 @@ def episode_columns(log_dirs, *columns):
         return [(np.zeros(0, dtype=np.int64), np.zeros(0)) for _ in columns]
     steps, wall_times = np.concatenate(steps), np.concatenate(wall_times)
     order = np.lexsort((wall_times, steps))  # stable, as episode_rows' sort
+    steps = steps[order]
     result = []
     for column in columns:
         having = np.concatenate(given[column])[order]
-        result.append((steps[order][having], np.concatenate(values[column])[order][having]))
+        result.append((steps[having], np.concatenate(values[column])[order][having]))
     return result
 
 

@@ -577,12 +577,7 @@ def run_all(args, launch=subprocess.Popen):
 
 def episode_arrays(log_dir, column):
     """(global steps, values of `column`) of the run's episodes that have it, ordered by global step."""
-    return episode_columns(log_dir, column)[0]
-
-
-def episode_columns(log_dir, *columns):
-    """episode_arrays of each of `columns`, from one read of the run's episode CSVs."""
-    return logdir.episode_columns(log_dir, *columns)
+    return logdir.episode_columns(log_dir, column)[0]
 
 
 def success_at(steps, success, milestone, reached=None, window=WINDOW):
@@ -625,7 +620,7 @@ def run_summary(log_dir, milestones, reached, measure="success", level=None):
     budget = budget_of(config)
     if measure == "distance":
         return distance_run_summary(log_dir, milestones, reached, config, budget)
-    (steps, success), (return_steps, returns), (cell_steps, cells), (bonus_steps, bonuses) = episode_columns(
+    (steps, success), (return_steps, returns), (cell_steps, cells), (bonus_steps, bonuses) = logdir.episode_columns(
         log_dir, "success", "env_reward", "cells", "bonus")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
@@ -645,7 +640,8 @@ def run_summary(log_dir, milestones, reached, measure="success", level=None):
 def distance_run_summary(log_dir, milestones, reached, config, budget):
     """A run measured by distance (Mario): the mean of its episodes' farthest distances over the last WINDOW
     episodes at each milestone and at its end, and the farthest of any episode."""
-    (steps, distance), (_, flags), (bonus_steps, bonuses) = episode_columns(log_dir, "distance", "success", "bonus")
+    (steps, distance), (_, flags), (bonus_steps, bonuses) = logdir.episode_columns(log_dir, "distance", "success",
+                                                                                  "bonus")
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
             "episodes": int(len(distance)), "goals": int(flags.sum()),
             "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
