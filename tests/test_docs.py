@@ -426,5 +426,5 @@ def test_the_impala_k_table_gives_each_learners_k4_against_its_k16_in_each_round
             {"envs_per_worker": 16, "aggregate_steps_per_sec": k16}]}))
     monkeypatch.setattr(generator, "IMPALA_K", str(tmp_path))
     lines = generator.impala_k_table(str(tmp_path)).splitlines()
-    assert lines[2] == "| IMPALA, `impala_doom` preset (2 actors) | 1,100 / 1,200 (0.92) | 1,000 / 1,000 (1.00) |"
+    assert lines[2] == "| IMPALA, `impala_doom` with RMSProp (2 actors) | 1,100 / 1,200 (0.92) | 1,000 / 1,000 (1.00) |"
     assert lines[3] == "| A3C, `doom` preset (2 workers) | 800 / 1,400 (0.57) | 700 / 1,000 (0.70) |"

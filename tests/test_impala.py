@@ -351,9 +351,11 @@ def test_pytorchs_rmsprop_steps_a_gathered_variable_as_a_dense_one(graph):
 
 
 def test_the_doom_preset_steps_about_its_rate_on_the_small_gradients_of_a_bonus(graph):
-    """--preset auto on Doom picks impala_doom, whose RMSProp, once its mean square has settled on gradients of 4e-3 a
-    weight (the ICM's on doomSparse), steps about its rate a weight; the `impala` preset's epsilon of 0.01 under the
-    root keeps its steps under a tenth of its rate (the policy that did not move: history/2026-12-06-impala-doom.md)."""
+    """--preset auto on Doom picks impala_doom, which trains the policy by A3C's Adam, a step about its rate a weight on
+    gradients of 4e-3 (the ICM's on doomSparse); so does its RMSProp with epsilon 1e-8 (`--set
+    policy_optimizer=rmsprop`) once its mean square has settled, where the `impala` preset's epsilon of 0.01 under
+    the root keeps its steps under a tenth of its rate (the policy that did not move:
+    history/2026-12-06-impala-doom.md)."""
     import tensorflow as tf
 
     import algorithms
@@ -361,19 +363,24 @@ def test_the_doom_preset_steps_about_its_rate_on_the_small_gradients_of_a_bonus(
 
     tf1 = tf.compat.v1
     assert algorithms.IMPALA.preset("image", "doom", "action") == "impala_doom"
-    ratios = {}
-    for preset in ("impala_doom", "impala"):
-        config = constants.config_from_overrides([], preset)
-        weights = tf1.get_variable(f"w_{preset}", initializer=np.zeros(3, np.float32))
-        step = impala.rmsprop(config, config.learning_rate, f"RMSProp_{preset}").apply_gradients(
-            [(tf.constant([4e-3, -4e-3, 4e-3]), weights)])
+    settings = {"impala_doom": [], "impala_doom rmsprop": ["policy_optimizer=rmsprop"], "impala": []}
+    ratios, optimizers = {}, {}
+    for number, (name, overrides) in enumerate(settings.items()):
+        config = constants.config_from_overrides(overrides, name.split()[0])
+        weights = tf1.get_variable(f"w_{number}", initializer=np.zeros(3, np.float32))
+        with tf1.variable_scope(f"setting_{number}"):
+            optimizers[name] = impala.policy_optimizer(config, config.learning_rate)
+            step = optimizers[name].apply_gradients([(tf.constant([4e-3, -4e-3, 4e-3]), weights)])
         with tf1.Session() as session:
             session.run(tf1.global_variables_initializer())
-            for _ in range(1500):  # 0.99 ** 1500: the mean square's start at 1 forgotten
+            for _ in range(1500):  # 0.99 ** 1500: RMSProp's mean square's start at 1 forgotten
                 before = session.run(weights)
                 session.run(step)
-            ratios[preset] = float(np.abs(session.run(weights) - before).mean()) / config.learning_rate
+            ratios[name] = float(np.abs(session.run(weights) - before).mean()) / config.learning_rate
+    assert isinstance(optimizers["impala_doom"], tf1.train.AdamOptimizer), optimizers
+    assert isinstance(optimizers["impala"], tf1.train.RMSPropOptimizer), optimizers
     assert 0.9 < ratios["impala_doom"] < 1.1, ratios
+    assert 0.9 < ratios["impala_doom rmsprop"] < 1.1, ratios
     assert ratios["impala"] < 0.1, ratios
 
 

@@ -282,7 +282,8 @@ def pong(path):
 
 # (algorithm, task, what was compared, set-up, measure, result, file): the other learners' results
 PLANET_PENDULUM = "docs/results/planet/pendulum-state/planet_learning.json"
-IMPALA_DOOM_PRESET = "docs/results/impala/doomSparse-icm-b4-eps"  # reproduce.py's report of IMPALA at impala_doom
+IMPALA_DOOM_PRESET = "docs/results/impala/doomSparse-icm-adam"  # reproduce.py's report of IMPALA at impala_doom
+IMPALA_DOOM_RMSPROP = "docs/results/impala/doomSparse-icm-b4-eps"  # the same with policy_optimizer rmsprop
 PLANET_COVERAGE = "docs/results/planet/coverage/coverage.json"  # benchmarks/exploration_coverage.py
 PLANET_PIXELS = "docs/results/planet/pendulum-pixels/planet_learning.json"
 PLANET_REACHER = "docs/results/planet/reacher-pixels/planet_learning.json"
@@ -478,7 +479,7 @@ def impala_k_table(page_dir):
     see K)."""
     rounds = benchmark_rounds(IMPALA_K, lambda data: {result["envs_per_worker"]: result["aggregate_steps_per_sec"]
                                                       for result in data["results"]})
-    names = {"impala": "IMPALA, `impala_doom` preset (2 actors)", "a3c": "A3C, `doom` preset (2 workers)"}
+    names = {"impala": "IMPALA, `impala_doom` with RMSProp (2 actors)", "a3c": "A3C, `doom` preset (2 workers)"}
     rows = [[name] + [f"{rates[4]:,.0f} / {rates[16]:,.0f} ({rates[4] / rates[16]:.2f})"
                       for rates in (measured[algo] for _, measured in sorted(rounds.items()))]
             for algo, name in names.items() if all(algo in measured for measured in rounds.values())]
@@ -616,9 +617,9 @@ IMPALA_DOOM = "docs/results/impala/doomSparse-icm"  # benchmarks/reproduce.py's 
 # IMPALA + ICM on doomSparse at each setting tried: (the row's name, its report); a report not archived yet is left out
 IMPALA_DOOM_BATCHES = (
     ("IMPALA, `impala` preset (batches of 32, rate 6e-4, epsilon 0.01)", IMPALA_DOOM),
-    ("IMPALA, `impala_doom` preset (batches of 4, rate 1e-4, epsilon 1e-8)", IMPALA_DOOM_PRESET),
-    ("IMPALA, `impala_doom` preset with A3C's Adam (`policy_optimizer` adam)",
-     "docs/results/impala/doomSparse-icm-adam"),
+    ("IMPALA, `impala_doom` with RMSProp (`policy_optimizer` rmsprop: batches of 4, rate 1e-4, epsilon 1e-8)",
+     IMPALA_DOOM_RMSPROP),
+    ("IMPALA, `impala_doom` preset (A3C's Adam: batches of 4, rate 1e-4)", IMPALA_DOOM_PRESET),
     ("IMPALA, `impala` preset with epsilon 1e-8", "docs/results/impala/doomSparse-icm-eps"))
 
 
