@@ -422,6 +422,7 @@ class Agent:
         self.graph = tf.Graph()
         self.config = config
         with self.graph.as_default():
+            tf1.set_random_seed(seed)  # a sampled policy's draws, as its environments' starts, follow the demo's --seed
             with tf1.variable_scope("global"):
                 self.policy, self.predictor = build_networks(env, config, run.get("design_head"), run["unsup"])
                 global_step_variable()

@@ -79,7 +79,8 @@ def parse_args(argv=None):
     add("--epsilon", type=float, default=None, help="a DQN run's exploration when not --greedy (default: its "
         "eval_epsilon); --greedy takes argmax Q")
     add("--max-steps", type=int, default=10000, help="end an episode after this many steps")
-    add("--seed", type=int, default=0)
+    add("--seed", type=int, default=0, help="seeds the environments, the random starts and a sampled policy: "
+        "the same seed plays the same episodes again")
     add("--out", default=None, help="folder for summary.json and videos (default: <log-dir>/demo)")
     add("--watch", action="store_true", help="keep evaluating each new checkpoint --every global steps, appending "
         f"to <log-dir>/{logdir.EVAL} and keeping the best checkpoint in <log-dir>/{logdir.BEST}")

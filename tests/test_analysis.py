@@ -76,11 +76,18 @@ def test_playback_records_a_video_that_decodes_with_one_frame_per_step(cartpole_
 
 
 def test_playback_sampled_and_random_policies(cartpole_run, tmp_path):
-    sampled, random = demos(("--log-dir", cartpole_run, "--episodes", "3", "--out", tmp_path / "sampled"),
-                            ("--log-dir", cartpole_run, "--episodes", "3", "--random", "--out", tmp_path / "random",
-                             "--video-format", "gif", "--record"))
-    assert sampled.returncode == 0 and random.returncode == 0, sampled.stderr + random.stderr
+    sampled, again, other, random = demos(
+        *[("--log-dir", cartpole_run, "--episodes", "3", "--out", tmp_path / name, "--seed", seed)
+          for name, seed in (("sampled", "3"), ("again", "3"), ("other", "4"))],
+        ("--log-dir", cartpole_run, "--episodes", "3", "--random", "--out", tmp_path / "random", "--video-format",
+         "gif", "--record"))
+    assert all(result.returncode == 0 for result in (sampled, again, other, random)), sampled.stderr + random.stderr
     assert "sampled policy" in sampled.stdout and "random policy" in random.stdout
+    digests = {name: [episode["actions_digest"] for episode in
+                      json.loads((tmp_path / name / "summary.json").read_text())["episode_details"]]
+               for name in ("sampled", "again", "other")}
+    assert digests["sampled"] == digests["again"], "a sampled playback is the same again with the same --seed"
+    assert digests["sampled"] != digests["other"]
     summary = json.loads((tmp_path / "random" / "summary.json").read_text())
     frames = iio.imread(tmp_path / "random" / "episode_1.gif")  # GIF merges identical consecutive frames
     assert 2 <= len(frames) <= summary["episode_details"][0]["length"] + 1 and frames.shape[1:] == (400, 600, 3)
