@@ -1816,6 +1816,12 @@ def parse_args(argv=None):
                      "--random-episodes >= 0")
     if min(args.seeds) < 0:
         parser.error("--seeds must be >= 0")
+    if not args.report_only:  # refused here, not once per run as each run's train.py fails
+        for task in args.task:
+            try:
+                envs.check_env_id(task)
+            except envs.EnvError as error:
+                parser.error(f"--task: {error}")
     args.out = os.path.abspath(os.path.expanduser(args.out))
     return args
 

@@ -142,6 +142,16 @@ def test_step_counts_read_as_people_write_them():
             reproduce.parse_steps(bad)
 
 
+def test_an_unknown_task_is_refused_before_any_run_starts(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        reproduce.parse_args(["--task", "doomSparse", "Nope-v0", "--out", str(tmp_path / "study")])
+    assert exit_.value.code == 2
+    assert "error: --task: unknown environment id 'Nope-v0'" in capsys.readouterr().err
+    assert not (tmp_path / "study").exists()
+    # its archives still report where the task's game is not installed
+    assert reproduce.parse_args(["--task", "Nope-v0", "--report-only", "--out", str(tmp_path)]).task == ["Nope-v0"]
+
+
 # Seed 0 of ICM: episodes 1-100 fail, 101-200 succeed every 4th (25%), 201-300 succeed but every 10th (90%).
 ICM_SEED_0 = [0] * 100 + [int(i % 4 == 0) for i in range(101, 201)] + [int(i % 10 != 0) for i in range(201, 301)]
 
