@@ -94,6 +94,10 @@ class SharedConfig:
     (MiniGrid's fully observed grid: the agent's cell and heading, a digest of the whole grid's codes), as RIDE's code
     counts under minigrid's FullyObsWrapper; off: under the observation the agent sees. The key enters the count
     only, never the policy's input""")
+    normalise_bonus: bool = _param(False, """
+    --unsup e3b, ride, ngu, ngu_rnd and counts: divide each step's bonus by the running standard deviation of every
+    bonus its process has made, before prediction_beta (E3B's code's reward_norm int, Henaff et al. 2022): a bonus
+    whose scale grows as its embedding spreads has that growth divided out, as far as a lifelong deviation keeps up""")
     two_streams: bool = _param(False, """
     the curiosity bonus is a stream of its own: a second value head learns its return, with gamma_int, and the
     policy follows ext_coef x the extrinsic advantage + int_coef x the bonus's (Burda et al. 2018); the

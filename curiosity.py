@@ -685,14 +685,36 @@ class ImpactMemory(CountMemory):
     def visit(self, row, key=None):
         return float(row[0]) * super().visit(row[1:], key)
 
+
+class ErrorStatistics:
+    """Running mean and standard deviation of a stream of values (Welford's algorithm): RND's errors for NGU's
+    modulation, a memory bonus's values for normalise_bonus; over the process's life."""
+
+    def __init__(self):
+        self.count, self.mean, self.squares = 0, 0.0, 0.0
+
+    def add(self, value):
+        self.count += 1
+        delta = value - self.mean
+        self.mean += delta / self.count
+        self.squares += delta * (value - self.mean)
+
+    @property
+    def std(self):
+        return float(np.sqrt(self.squares / self.count)) if self.count else 0.0
+
+
 class MemoryScaler(Scaler):
     """The acting side of a bonus whose reward needs a memory beyond the graph, made by `new_memory()`: one per
     environment, new at each of its episodes, when `episodic`; else one for all the environments, kept for the
     process's life. The memory turns what the graph gives of each step (`bonus_per_step`'s row) into its bonus,
-    times `beta`; with `keyed` a counting memory is also given the environment's key of s_t+1's whole state."""
+    times `beta`; with `keyed` a counting memory is also given the environment's key of s_t+1's whole state. With
+    `normalise`, each bonus is divided by the standard deviation of every bonus the scaler has made, this one
+    included (`moments`: normalise_bonus)."""
 
-    def __init__(self, new_memory, beta, count, episodic, keyed=False):
+    def __init__(self, new_memory, beta, count, episodic, keyed=False, normalise=False):
         self.new_memory, self.beta, self.episodic, self.keyed = new_memory, beta, episodic, keyed
+        self.moments = ErrorStatistics() if normalise else None
         shared = None if episodic else new_memory()
         self.memories = [new_memory() if episodic else shared for _ in range(count)]
 
@@ -714,7 +736,12 @@ class MemoryScaler(Scaler):
                                      for memory, row, key in zip(self.memories, np.asarray(raw), keys)]), None
 
     def visit(self, memory, row, key):
-        return memory.visit(row, key) if self.keyed else memory.visit(row)
+        bonus = memory.visit(row, key) if self.keyed else memory.visit(row)
+        if self.moments is None:
+            return bonus
+        self.moments.add(bonus)
+        std = self.moments.std
+        return bonus / std if std > 0 else bonus
 
 
 class EmbeddingMemoryBonus(StateActionPredictor):
@@ -761,7 +788,7 @@ class EmbeddingMemoryBonus(StateActionPredictor):
 
     def scaler(self, config, count):
         return MemoryScaler(self.memory, config.prediction_beta, count, self.memory_of_episode,
-                            keyed=self.counts_states and config.count_full_state)
+                            keyed=self.counts_states and config.count_full_state, normalise=config.normalise_bonus)
 
     def playback_bonus(self, session, observation, next_observation, action, config):
         """Playback keeps no memory: the bonus of s_t+1 as the first state of an episode."""
@@ -810,23 +837,6 @@ class NearestNeighbourBonus(EmbeddingMemoryBonus):
 
     def memory(self):
         return NearestNeighbourMemory(mean=self.distances)
-
-
-class ErrorStatistics:
-    """Running mean and standard deviation of RND's errors, over the process's life (Welford's algorithm)."""
-
-    def __init__(self):
-        self.count, self.mean, self.squares = 0, 0.0, 0.0
-
-    def add(self, value):
-        self.count += 1
-        delta = value - self.mean
-        self.mean += delta / self.count
-        self.squares += delta * (value - self.mean)
-
-    @property
-    def std(self):
-        return float(np.sqrt(self.squares / self.count)) if self.count else 0.0
 
 
 class ModulatedMemory:

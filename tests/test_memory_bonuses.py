@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import constants
 import curiosity
 import envs
 
@@ -106,6 +107,30 @@ def test_an_episodic_memory_is_new_with_each_episode_and_the_counts_last_the_pro
     assert list(lifelong.step(state, ())[0]) == pytest.approx([1.0, 1 / np.sqrt(2)])  # one memory for both
     lifelong.episode_begins(0)  # the counts go on: the third visit
     assert lifelong.step(state[:1], ())[0][0] == pytest.approx(1 / np.sqrt(3))
+
+
+class Paying:
+    """A memory whose visits pay 1, 3, 5, ... whatever they are shown."""
+
+    def __init__(self):
+        self.paid = -1.0
+
+    def visit(self, row):
+        self.paid += 2.0
+        return self.paid
+
+
+def test_normalise_bonus_divides_each_bonus_by_the_deviation_of_all_so_far_this_one_included():
+    normalised = curiosity.MemoryScaler(Paying, 2.0, 1, episodic=False, normalise=True)
+    rewards = [float(normalised.step(np.zeros((1, 2)), ())[0][0]) for _ in range(3)]
+    # 1 alone has no deviation and is paid as it is; then 3 / std(1, 3) = 3 / 1; 5 / std(1, 3, 5) = 5 / sqrt(8 / 3)
+    assert rewards == pytest.approx([2.0 * 1.0, 2.0 * 3.0, 2.0 * 5.0 / np.sqrt(8.0 / 3.0)])
+    plain = curiosity.MemoryScaler(Paying, 2.0, 1, episodic=False)
+    assert [float(plain.step(np.zeros((1, 2)), ())[0][0]) for _ in range(3)] == [2.0, 6.0, 10.0]
+    with tf.Graph().as_default():
+        module = curiosity.build("e3b", (6,), 3, "mlp")
+    config = constants.apply_overrides(constants.Config(), ["normalise_bonus=true"])
+    assert module.scaler(config, 2).moments is not None and module.scaler(constants.Config(), 2).moments is None
 
 
 @pytest.mark.parametrize("unsup", ["e3b", "ride", "ngu", "ngu_rnd", "counts"])
