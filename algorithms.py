@@ -150,10 +150,11 @@ class Algorithm:
 # and an intrinsic reward coefficient of 0.1, given to every bonus that prediction_beta weighs but counts and RIDE; 16
 # environments a worker, for MiniGrid's Python steps are cheap beside an update.
 _MINIGRID = {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worker": "16"}
-# The bonuses with settings of their own on MiniGrid, on top of a row's MiniGrid preset: `<preset>_<bonus>`, which
-# `--preset auto` picks with that --unsup (MINIGRID_BONUS_PRESETS). A bonus that pays more over an episode than the
+# The bonuses with settings of their own in a family of games, on top of a row's preset for the family:
+# `<preset>_<bonus>`, which `--preset auto` picks with that --unsup. A bonus that pays more over an episode than the
 # goal (at most 1, and it ends the episode's bonus) teaches wandering (docs/history/2026-12-04-ride-on-minigrid.md,
-# IMPALA on N7-S4):
+# IMPALA on N7-S4). Each family's table is measured with one learner and given to every row with a preset for the
+# family.
 MINIGRID_BONUS_SETTINGS = {
     # Counts pay about 1 / sqrt(n) for every state, and nearly every state of a new layout is new: at 0.1 an episode
     # of wandering earned more than the goal (24.8 cells an episode, success 1% at 10M); at 0.005, the coefficient
@@ -171,17 +172,29 @@ MINIGRID_BONUS_SETTINGS = {
     "e3b": {"prediction_beta": "0.001"},
     "ngu": {"prediction_beta": "0.001"},
 }
+# ViZDoom: the memory bonuses at the coefficient that pays what the ICM pays at the paper's 0.01 over the first 250k
+# steps of A3C's `doom` preset on doomSparse (0.70 an episode, seeds 0-2 of docs/results/doom-k4; the ICM solves the
+# task for good in 3 of 3 seeds), to one figure: at 0.01, seed 0, RIDE paid 0.27 an episode, NGU's episodic novelty
+# 45.4, counts 3.20 and E3B 5.27 (docs/history/2026-11-24-doom-study.md, "The memory bonuses' coefficients"). RND is
+# not in the table: its weight on Doom is int_coef, which its runs there choose.
+DOOM_BONUS_SETTINGS = {
+    "ride": {"prediction_beta": "0.03"},
+    "ngu": {"prediction_beta": "0.0002"},
+    "counts": {"prediction_beta": "0.002"},
+    "e3b": {"prediction_beta": "0.001"},
+}
+BONUS_SETTINGS = {"minigrid": MINIGRID_BONUS_SETTINGS, "doom": DOOM_BONUS_SETTINGS}  # by envs.env_family
 
 
 PRESET_BONUS_NAMES = {"action": "icm"}  # a preset names the ICM as the docs do, not by its --unsup spelling
 
 
-def minigrid_bonus_presets(presets, family_preset):
-    """Adds `<family_preset>_<bonus>` to `presets` for each --unsup value of MINIGRID_BONUS_SETTINGS (the ICM's
-    `_icm`); returns the row's `presets` keys for them, {"minigrid/<--unsup value>": name}."""
+def bonus_presets(presets, family, family_preset):
+    """Adds `<family_preset>_<bonus>` to `presets` for each --unsup value of BONUS_SETTINGS[family] (the ICM's
+    `_icm`); returns the row's `presets` keys for them, {"<family>/<--unsup value>": name}."""
     keys = {}
-    for bonus, settings in MINIGRID_BONUS_SETTINGS.items():
-        keys[f"minigrid/{bonus}"] = name = f"{family_preset}_{PRESET_BONUS_NAMES.get(bonus, bonus)}"
+    for bonus, settings in BONUS_SETTINGS[family].items():
+        keys[f"{family}/{bonus}"] = name = f"{family_preset}_{PRESET_BONUS_NAMES.get(bonus, bonus)}"
         presets[name] = {**presets[family_preset], **settings}
     return keys
 
@@ -255,7 +268,7 @@ A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
     presets={"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
-             **minigrid_bonus_presets(A3C_PRESETS, "minigrid"),
+             **bonus_presets(A3C_PRESETS, "minigrid", "minigrid"), **bonus_presets(A3C_PRESETS, "doom", "doom"),
              "vector_bonus": "classic_curiosity",
              "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
@@ -369,8 +382,9 @@ IMPALA_PRESETS = {
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"minigrid": "impala_minigrid", **minigrid_bonus_presets(IMPALA_PRESETS, "impala_minigrid"),
-             "doom": "impala_doom", "vector": "impala_classic", "image": "impala"},
+    presets={"minigrid": "impala_minigrid", **bonus_presets(IMPALA_PRESETS, "minigrid", "impala_minigrid"),
+             "doom": "impala_doom", **bonus_presets(IMPALA_PRESETS, "doom", "impala_doom"),
+             "vector": "impala_classic", "image": "impala"},
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "

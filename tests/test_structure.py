@@ -3,6 +3,7 @@ command, and no file but the algorithms' table compares an algorithm's name (nor
 
 Read from the source (ast), so that a lazy import inside a function counts as much as one at the top."""
 import ast
+import dataclasses
 import glob
 import os
 import re
@@ -181,6 +182,23 @@ def test_auto_gives_each_bonus_on_minigrid_its_own_settings():
         for unsup in ("disagreement", "none"):
             preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
             assert preset == family_preset and constants.config_from_overrides([], preset).prediction_beta == 0.1
+
+
+def test_auto_gives_each_memory_bonus_on_doom_its_own_coefficient():
+    """On ViZDoom `--preset auto` picks a memory bonus's Doom preset, with A3C and IMPALA: the family's preset with the
+    coefficient that pays what the ICM pays (RIDE 0.03, NGU's episodic novelty 0.0002, counts 0.002, E3B 0.001); the
+    ICM, RND and no bonus keep the family's preset, the paper's 0.01."""
+    for algo, family_preset in (("a3c", "doom"), ("impala", "impala_doom")):
+        family = constants.config_from_overrides([], family_preset)
+        for unsup, beta in (("ride", 0.03), ("ngu", 0.0002), ("counts", 0.002), ("e3b", 0.001)):
+            preset = constants.resolve_preset("auto", "image", "doom", unsup, algo)
+            assert preset == f"{family_preset}_{unsup}"
+            config = constants.config_from_overrides([], preset)
+            assert config.prediction_beta == beta
+            assert dataclasses.replace(config, prediction_beta=family.prediction_beta) == family, preset
+        for unsup in ("action", "rnd", "none"):
+            assert constants.resolve_preset("auto", "image", "doom", unsup, algo) == family_preset
+    assert family.prediction_beta == 0.01
 
 
 def test_an_algorithms_own_hyperparameters_are_configs_fields_checked_by_its_row():
