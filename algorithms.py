@@ -175,7 +175,7 @@ MINIGRID_BONUS_SETTINGS = {
 # ViZDoom: the memory bonuses at the coefficient that pays what the ICM pays at the paper's 0.01 over the first 250k
 # steps of A3C's `doom` preset on doomSparse (0.70 an episode, seeds 0-2 of docs/results/doom-k4; the ICM solves the
 # task for good in 3 of 3 seeds), to one figure: at 0.01, seed 0, RIDE paid 0.27 an episode, NGU's episodic novelty
-# 45.4, counts 3.20 and E3B 5.27 (docs/history/2026-11-24-doom-study.md, "The memory bonuses' coefficients"). RND is
+# 45.4, counts 3.20 and E3B 5.27 (docs/results/doom-calibration; docs/history/2026-11-24-doom-study.md). RND is
 # not in the table: its weight on Doom is int_coef, which its runs there choose.
 DOOM_BONUS_SETTINGS = {
     "ride": {"prediction_beta": "0.03"},
