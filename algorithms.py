@@ -174,11 +174,14 @@ MINIGRID_BONUS_SETTINGS = {
 }
 # ViZDoom: the memory bonuses at the coefficient that pays what the ICM pays at the paper's 0.01 over the first 250k
 # steps of A3C's `doom` preset on doomSparse (0.70 an episode, seeds 0-2 of docs/results/doom-k4; the ICM solves the
-# task for good in 3 of 3 seeds), to one figure: at 0.01, seed 0, RIDE paid 0.27 an episode, NGU's episodic novelty
-# 45.4, counts 3.20 and E3B 5.27 (docs/results/doom-calibration; docs/history/2026-11-24-doom-study.md). RND is
-# not in the table: its weight on Doom is int_coef, which its runs there choose.
+# task for good in 3 of 3 seeds), to one figure: at 0.01, seed 0, NGU's episodic novelty paid 45.4 an episode, counts
+# 3.20, E3B 5.27 and RIDE 3.03 (docs/results/doom-calibration; docs/history/2026-11-24-doom-study.md). RND is not in
+# the table: its weight on Doom is int_coef, which its runs there choose.
 DOOM_BONUS_SETTINGS = {
-    "ride": {"prediction_beta": "0.03"},
+    # RIDE's embedding trained in the ICM's proportion (forward 0.2, inverse 0.8): in RIDE's own (10 to 0.1) its
+    # inverse model stayed at chance (a loss of ln 4) and its forward loss fell a hundredfold in 250k steps, the
+    # embedding collapsing and the impact with it (0.67 an episode to 0.10).
+    "ride": {"prediction_beta": "0.002", "ride_forward_share": "0.2"},
     "ngu": {"prediction_beta": "0.0002"},
     "counts": {"prediction_beta": "0.002"},
     "e3b": {"prediction_beta": "0.001"},

@@ -186,16 +186,17 @@ def test_auto_gives_each_bonus_on_minigrid_its_own_settings():
 
 def test_auto_gives_each_memory_bonus_on_doom_its_own_coefficient():
     """On ViZDoom `--preset auto` picks a memory bonus's Doom preset, with A3C and IMPALA: the family's preset with the
-    coefficient that pays what the ICM pays (RIDE 0.03, NGU's episodic novelty 0.0002, counts 0.002, E3B 0.001); the
-    ICM, RND and no bonus keep the family's preset, the paper's 0.01."""
+    coefficient that pays what the ICM pays (RIDE 0.002 with its embedding trained in the ICM's proportion, NGU's
+    episodic novelty 0.0002, counts 0.002, E3B 0.001); the ICM, RND and no bonus keep the family's preset, the
+    paper's 0.01."""
     for algo, family_preset in (("a3c", "doom"), ("impala", "impala_doom")):
         family = constants.config_from_overrides([], family_preset)
-        for unsup, beta in (("ride", 0.03), ("ngu", 0.0002), ("counts", 0.002), ("e3b", 0.001)):
+        for unsup, changes in (("ride", {"prediction_beta": 0.002, "ride_forward_share": 0.2}),
+                               ("ngu", {"prediction_beta": 0.0002}), ("counts", {"prediction_beta": 0.002}),
+                               ("e3b", {"prediction_beta": 0.001})):
             preset = constants.resolve_preset("auto", "image", "doom", unsup, algo)
             assert preset == f"{family_preset}_{unsup}"
-            config = constants.config_from_overrides([], preset)
-            assert config.prediction_beta == beta
-            assert dataclasses.replace(config, prediction_beta=family.prediction_beta) == family, preset
+            assert constants.config_from_overrides([], preset) == dataclasses.replace(family, **changes), preset
         for unsup in ("action", "rnd", "none"):
             assert constants.resolve_preset("auto", "image", "doom", unsup, algo) == family_preset
     assert family.prediction_beta == 0.01
