@@ -192,14 +192,17 @@ BONUS_SETTINGS = {"minigrid": MINIGRID_BONUS_SETTINGS, "doom": DOOM_BONUS_SETTIN
 PRESET_BONUS_NAMES = {"action": "icm"}  # a preset names the ICM as the docs do, not by its --unsup spelling
 
 
-def bonus_presets(presets, family, family_preset):
-    """Adds `<family_preset>_<bonus>` to `presets` for each --unsup value of BONUS_SETTINGS[family] (the ICM's
-    `_icm`); returns the row's `presets` keys for them, {"<family>/<--unsup value>": name}."""
-    keys = {}
-    for bonus, settings in BONUS_SETTINGS[family].items():
-        keys[f"{family}/{bonus}"] = name = f"{family_preset}_{PRESET_BONUS_NAMES.get(bonus, bonus)}"
-        presets[name] = {**presets[family_preset], **settings}
-    return keys
+def with_bonus_presets(row_presets, hyperparameters):
+    """A row's `presets` with `<family>/<--unsup value>` added for each bonus of BONUS_SETTINGS[family], for each
+    family it names a preset for; each such preset, `<family preset>_<bonus>` (the ICM's `_icm`), is added to the
+    row's `hyperparameters` as the family's preset with the bonus's settings on top."""
+    presets = dict(row_presets)
+    for family, table in BONUS_SETTINGS.items():
+        family_preset = row_presets.get(family)
+        for bonus, settings in table.items() if family_preset else ():
+            presets[f"{family}/{bonus}"] = name = f"{family_preset}_{PRESET_BONUS_NAMES.get(bonus, bonus)}"
+            hyperparameters[name] = {**hyperparameters[family_preset], **settings}
+    return presets
 
 
 A3C_PRESETS = {
@@ -270,10 +273,9 @@ SAC_PRESETS = {
 A3C = Algorithm(
     "a3c", "A3C (the paper's): a parameter server and workers that apply their gradients asynchronously",
     roles=(PS, WORKER), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
-             **bonus_presets(A3C_PRESETS, "minigrid", "minigrid"), **bonus_presets(A3C_PRESETS, "doom", "doom"),
-             "vector_bonus": "classic_curiosity",
-             "vector": "classic", "image": "paper"}, hyperparameters=A3C_PRESETS,
+    presets=with_bonus_presets({"mario": "mario", "doom": "doom", "atari": "atari", "minigrid": "minigrid",
+                                "vector_bonus": "classic_curiosity", "vector": "classic", "image": "paper"},
+                               A3C_PRESETS), hyperparameters=A3C_PRESETS,
     task="a3c:run_task", local="a3c:run_local", agent="a3c:Agent")
 DQN = Algorithm(
     "dqn", "Double DQN with n-step returns and prioritized replay; Ape-X's learner and actors on a cluster",
@@ -385,9 +387,8 @@ IMPALA_PRESETS = {
 IMPALA = Algorithm(
     "impala", "IMPALA: actors that only act and one learner that trains on their trajectories with V-trace",
     roles=(LEARNER, ACTOR), replay=False, actions=("discrete",), default_workers=CORES,
-    presets={"minigrid": "impala_minigrid", **bonus_presets(IMPALA_PRESETS, "minigrid", "impala_minigrid"),
-             "doom": "impala_doom", **bonus_presets(IMPALA_PRESETS, "doom", "impala_doom"),
-             "vector": "impala_classic", "image": "impala"},
+    presets=with_bonus_presets({"minigrid": "impala_minigrid", "doom": "impala_doom", "vector": "impala_classic",
+                                "image": "impala"}, IMPALA_PRESETS),
     hyperparameters=IMPALA_PRESETS, task="impala:run_task", local="impala:run_local", agent="a3c:Agent",
     own_hyperparameters=(
         Hyperparameter("vtrace_clip_rho", 1.0, "V-trace's rho-bar: the importance weight of each step's temporal "
