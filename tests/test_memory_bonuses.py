@@ -253,7 +253,7 @@ LEARNERS = {
     "dqn": ["--algo", "dqn", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400",
             "--set", "learning_starts=100", "--set", "replay_ratio=16", "--set", "batch_size=32"],
     "sac": ["--algo", "sac", "--env-id", "Pendulum-v1", "--set", "max_global_steps=400", "--set",
-            "learning_starts=100", "--set", "batch_size=32", "--set", "replay_ratio=32"],
+            "learning_starts=100", "--set", "batch_size=32", "--set", "replay_ratio=8"],
     "impala": ["--algo", "impala", "--num-workers", "0", "--env-id", "Corridor-v0", "--set", "max_global_steps=400"],
 }
 
