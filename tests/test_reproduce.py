@@ -1057,6 +1057,9 @@ def test_the_runs_command_line_is_one_train_py_accepts(tmp_path):
         assert reproduce.parse_run_name(f"MiniGrid-KeyCorridorS3R3-v0-{method}-s1") == (
             "MiniGrid-KeyCorridorS3R3-v0", method, 1)
     assert reproduce.task_spec("MiniGrid-KeyCorridorS3R3-v0")["evaluations"] == ("sampled",)
+    # its table's last column past RIDE's and counts' steps in RIDE's figure (10M, 13M); MultiRoom's ends at 10M
+    assert reproduce.task_milestones("MiniGrid-KeyCorridorS3R3-v0", None)[-1] == 15_000_000
+    assert reproduce.task_milestones("MiniGrid-MultiRoom-N7-S4-v0", None)[-1] == 10_000_000
 
 
 def test_bad_flags_get_one_line_and_exit_2(tmp_path):
