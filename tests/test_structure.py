@@ -202,6 +202,19 @@ def test_auto_gives_each_memory_bonus_on_doom_its_own_coefficient():
     assert family.prediction_beta == 0.01
 
 
+def test_auto_gives_ride_on_mario_its_own_coefficient():
+    """On Super Mario Bros `--preset auto` with RIDE picks `mario_ride`: the `mario` preset with the coefficient that
+    pays a step what the ICM pays at the preset's 0.2 (0.03) and its embedding trained in the ICM's proportion; the
+    ICM and the bonuses not measured there keep the `mario` preset."""
+    family = constants.config_from_overrides([], "mario")
+    assert constants.resolve_preset("auto", "image", "mario", "ride", "a3c") == "mario_ride"
+    assert constants.config_from_overrides([], "mario_ride") == dataclasses.replace(
+        family, prediction_beta=0.03, ride_forward_share=0.2)
+    for unsup in ("action", "rnd", "ngu", "counts", "e3b", "none"):
+        assert constants.resolve_preset("auto", "image", "mario", unsup, "a3c") == "mario"
+    assert family.prediction_beta == 0.2
+
+
 def test_an_algorithms_own_hyperparameters_are_configs_fields_checked_by_its_row():
     """SAC declares tau and target_entropy_scale in its row: they are fields of Config (defaults, --set, the help
     line), and a value outside the row's bounds is refused in one message."""
