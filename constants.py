@@ -384,8 +384,8 @@ RUN_FLAGS = (
     RunFlag("visualise", ("--visualise",), "render the environment (needs a display)", kind="switch"),
     RunFlag("preset", ("--preset",), "named hyper-parameter set of constants.py; auto: mario for Mario "
             "(mario_ride with RIDE), doom for ViZDoom (doom_<bonus> for a bonus with its own), atari for Atari, "
-            "minigrid for MiniGrid "
-            "(minigrid_<bonus>), classic for vector observations (classic_curiosity with a bonus), paper otherwise; "
+            "minigrid for MiniGrid (minigrid_<bonus>), classic for vector observations (classic_curiosity with a "
+            "bonus), paper otherwise; "
             "with --algo dqn or sac: dqn_classic (dqn_classic_curiosity with a bonus) or sac_classic for vectors, dqn "
             "or sac for images; with --algo impala: impala_doom (impala_doom_<bonus>) for ViZDoom, impala_minigrid "
             "(impala_minigrid_<bonus>) for MiniGrid, impala_classic for vectors, impala for images",
