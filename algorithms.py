@@ -158,15 +158,19 @@ _MINIGRID = {"entropy_beta": "0.0005", "prediction_beta": "0.1", "envs_per_worke
 MINIGRID_BONUS_SETTINGS = {
     # Counts pay about 1 / sqrt(n) for every state, and nearly every state of a new layout is new: at 0.1 an episode
     # of wandering earned more than the goal (24.8 cells an episode, success 1% at 10M); at 0.005, the coefficient
-    # count baselines run with in code built on RIDE's (C-BET's README), the policy went to the goal.
-    "counts": {"prediction_beta": "0.005"},
+    # count baselines run with in code built on RIDE's (C-BET's README), the policy went to the goal there, but on
+    # KeyCorridorS3R3, whose episodes run twice as long, it paid 1.26 an episode and never went to the ball in 15M
+    # steps; at 0.002 it went to the goal on both (seed 0: N7-S4 solved for good at 5.22M, KeyCorridorS3R3 a success
+    # of 0.83 at 15M, rising).
+    "counts": {"prediction_beta": "0.002"},
     # RIDE's impact grows as its embedding spreads: at 0.1 its bonus reached 2 an episode; at 0.03, with a time limit
     # that ends the return as RIDE's code's `done` does, it went to the goal.
     "ride": {"prediction_beta": "0.03", "bootstrap_time_limit": "false"},
-    # The others at the coefficient that pays about what counts at 0.005 pay over the first 250k steps of IMPALA on
-    # MultiRoom-N7-S4 (0.35 an episode against a goal weighed 1, a near-random policy): at 0.1 the ICM paid 4.1 an
-    # episode, E3B 24 (70 by 300k) and NGU's episodic novelty 47; RND, whose weight is int_coef against ext_coef's 2
-    # (prediction_beta does not apply to it), paid 1.3 before int_coef (docs/history/2026-12-04-ride-on-minigrid.md).
+    # The others at the coefficient that pays about what counts at 0.005 (their preset then) pay over the first 250k
+    # steps of IMPALA on MultiRoom-N7-S4 (0.35 an episode against a goal weighed 1, a near-random policy): at 0.1 the
+    # ICM paid 4.1 an episode, E3B 24 (70 by 300k) and NGU's episodic novelty 47; RND, whose weight is int_coef
+    # against ext_coef's 2 (prediction_beta does not apply to it), paid 1.3 before int_coef
+    # (docs/history/2026-12-04-ride-on-minigrid.md).
     "action": {"prediction_beta": "0.01"},
     "rnd": {"int_coef": "0.5"},
     "e3b": {"prediction_beta": "0.001"},

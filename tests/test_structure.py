@@ -164,11 +164,11 @@ def test_each_row_holds_its_presets_and_auto_picks_only_its_own():
 
 def test_auto_gives_each_bonus_on_minigrid_its_own_settings():
     """On MiniGrid `--preset auto` picks a bonus's own preset where its row has one ("<family>/<bonus>"): with A3C
-    and IMPALA counts weigh 0.005, RIDE 0.03 with the time limit ending the return, the ICM 0.01, E3B and NGU's
+    and IMPALA counts weigh 0.002, RIDE 0.03 with the time limit ending the return, the ICM 0.01, E3B and NGU's
     episodic novelty 0.001, those with the bootstrap; RND's stream int_coef 0.5 against ext_coef 2; disagreement
     RIDE's paper's 0.1; without a bonus the family's preset."""
     for algo, family_preset in (("a3c", "minigrid"), ("impala", "impala_minigrid")):
-        for unsup, name, beta, bootstrap in (("counts", "counts", 0.005, True), ("ride", "ride", 0.03, False),
+        for unsup, name, beta, bootstrap in (("counts", "counts", 0.002, True), ("ride", "ride", 0.03, False),
                                              ("action", "icm", 0.01, True), ("e3b", "e3b", 0.001, True),
                                              ("ngu", "ngu", 0.001, True)):
             preset = constants.resolve_preset("auto", "image", "minigrid", unsup, algo)
