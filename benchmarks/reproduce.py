@@ -38,8 +38,8 @@ Then the report, into --report-dir (default <out>/report), per task:
                         how many seeds first reached 90% and how many were solved for good (every 1,000 episodes
                         in a row at 90% from some step to the end), the median steps to either, the greedy
                         evaluations pooled; the bonus an episode earned at --at steps, per method that has one
-                        (each on its own scale: to see it grow or fade); then the same per seed, with its sittings
-                        and machine. Mario's
+                        (each on its own scale: to see it grow or fade); then the same per seed, with what
+                        weighed its bonus (prediction_beta, int_coef), its sittings and machine. Mario's
                         tables give the farthest distance an episode reached instead of the success rate (the
                         mean over the last 100 episodes at --at steps, the farthest of any episode, the means of
                         the greedy evaluations and of as many episodes sampling the policy as in training, where
@@ -626,6 +626,7 @@ def run_summary(log_dir, milestones, reached, measure="success", level=None):
         log_dir, "success", "env_reward", "cells", "bonus")
     last = success[-SUSTAINED_WINDOW:]
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
+            "weight": weight_of(config),
             "episodes": int(len(success)),
             "success_at": {str(m): success_at(steps, success, m, reached) for m in milestones},
             "return_at": {str(m): success_at(return_steps, returns, m, reached) for m in milestones},
@@ -645,6 +646,7 @@ def distance_run_summary(log_dir, milestones, reached, config, budget):
     (steps, distance), (_, flags), (bonus_steps, bonuses) = logdir.episode_columns(log_dir, "distance", "success",
                                                                                   "bonus")
     return {"log_dir": log_dir, "global_step": reached, "budget": budget, "setup": setup_of(config),
+            "weight": weight_of(config),
             "episodes": int(len(distance)), "goals": int(flags.sum()),
             "distance_at": {str(m): success_at(steps, distance, m, reached) for m in milestones},
             "bonus_at": {str(m): success_at(bonus_steps, bonuses, m, reached) for m in milestones},
@@ -672,6 +674,23 @@ def setup_of(config):
     algo = config.get("run", {}).get("algo", "a3c")
     learner = "" if algo == "a3c" else LEARNER_NAMES.get(algo, algo) + " "
     return f"{learner}{workers} x {per_worker}" if workers and per_worker else None
+
+
+def weight_of(config):
+    """'prediction_beta 0.002': what weighs the run's bonus against the reward, from its config.json (None for no
+    bonus, or where not kept): prediction_beta, except for the bonuses int_coef weighs instead; int_coef too on the
+    two-stream path; 'normalised' where each step's bonus was divided by its running deviation first."""
+    unsup = config.get("run", {}).get("unsup")
+    weights = config.get("hyperparameters", {})
+    if unsup in (None, "none") or "prediction_beta" not in weights:
+        return None
+    int_coef_only = unsup in constants.INT_COEF_BONUSES
+    parts = [] if int_coef_only else [f"prediction_beta {weights['prediction_beta']:g}"]
+    if int_coef_only or weights.get("two_streams"):
+        parts.append(f"int_coef {weights['int_coef']:g}")
+    if weights.get("normalise_bonus") and not int_coef_only:
+        parts.append("normalised")
+    return ", ".join(parts)
 
 
 def method_label(method, task):
@@ -1692,13 +1711,14 @@ def machine_cell(run):
 def seed_table_head(milestones, columns):
     """The header and rule of a table with a row per seed: whose run, its set-up, how far it ran, the milestones,
     `columns`, its sittings and machine."""
-    names = ["method", "seed", "set-up", "steps run", *(short(m) for m in milestones), *columns, "sittings", "machine"]
+    names = ["method", "seed", "set-up", "bonus weight", "steps run", *(short(m) for m in milestones), *columns,
+             "sittings", "machine"]
     return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
 
 
 def seed_row(label, seed, run, cells):
-    return "| " + " | ".join([label, str(seed), run.get("setup") or "-", steps_cell(run), *cells,
-                              sittings_cell(run), machine_cell(run)]) + " |"
+    return "| " + " | ".join([label, str(seed), run.get("setup") or "-", run.get("weight") or "-", steps_cell(run),
+                              *cells, sittings_cell(run), machine_cell(run)]) + " |"
 
 
 def restart_lines(methods):

@@ -72,7 +72,7 @@ def test_mario_is_measured_by_distance_against_the_papers_711(tmp_path):
     assert results["verdicts"]["mario"]["verdict"] == "reproduced"
     table = (tmp_path / "report" / "results.md").read_text()
     assert "| ICM | 3 | - | 300 +- 0 | 700 +- 29 [650-750] | 1,100 +- 58 [1,000-1,200] | 1,200 | - | - |" in table
-    assert "| ICM | 1 | - | 2M | 300 | 700 | 1,100 | 1,100 +- 0 | 1,100 | - | - |" in table, "last 100: +- over them"
+    assert "| ICM | 1 | - | - | 2M | 300 | 700 | 1,100 | 1,100 +- 0 | 1,100 | - | - |" in table, "last 100: +- over them"
     assert "| A3C | 2 | - | 2M | 250 | 250 | 250 | 250 +- 0 | 250 | - | - |" in table
     assert "Success: the fraction" not in table, "no Doom task: no success rates explained"
     assert (tmp_path / "report" / "mario" / "distance_vs_steps.png").stat().st_size > 0
@@ -186,7 +186,7 @@ def test_the_tables_numbers_match_episodes_counted_by_hand(tmp_path, monkeypatch
 
     table = (tmp_path / "report" / "results.md").read_text()
     # the last 1,000 episodes are all 300: 115 successes; too few for "solved for good"
-    assert "| ICM | 0 | - | 3M | 0.00 | 0.25 | 0.90 | - | 0.383 | 2.98M | - | - | - |" in table
+    assert "| ICM | 0 | - | - | 3M | 0.00 | 0.25 | 0.90 | - | 0.383 | 2.98M | - | - | - |" in table
     # the seeds' mean 0.005 is shown as it is, not rounded up to 0.01; then the lowest and highest seed
     assert "| A3C | 2 | - | 0.005 [0.00-0.01] | - | - | - | 0 of 2 (-) | 0 of 2 (-) | 1 of 2 | - |" in table
     assert json.loads((tmp_path / "report" / "results.json").read_text()) == results
@@ -361,7 +361,7 @@ def test_a_seed_still_running_does_not_cut_the_finished_seeds_curves_short(tmp_p
             {"hyperparameters": {"max_global_steps": 3_000_000}}))  # config.json's shape
     reproduce.report(str(out), str(tmp_path / "report"), [1_000_000], eval_episodes=0)
     table = (tmp_path / "report" / "results.md").read_text()
-    assert "| ICM | 0 | - | 3M | 0.00 |" in table and "| ICM | 1 | - | 500k of 3M | - |" in table
+    assert "| ICM | 0 | - | - | 3M | 0.00 |" in table and "| ICM | 1 | - | - | 500k of 3M | - |" in table
     curve = json.loads((tmp_path / "report" / "doom" / "curves.json").read_text())["success_vs_steps.png"]["ICM"]
     x, mean, low, high = (np.array(curve[key]) for key in ("x", "mean", "min", "max"))
     assert x[-1] == 3_000_000 and curve["runs"] == 2 and curve["ends"] == [500_000, 3_000_000]
@@ -405,7 +405,7 @@ def test_rows_of_an_earlier_report_without_archived_episodes_are_kept(tmp_path):
     results = reproduce.report(str(tmp_path / "b"), str(report_dir), [1_000_000], eval_episodes=0)
     assert list(results["tasks"]) == ["doom", "doomSparse"]
     assert results["tasks"]["doom"]["icm"]["seeds"]["0"] == row
-    assert "| ICM | 0 | - | 3M | 0.00 | 0.383 | 2.98M | - | - | - | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | - | 3M | 0.00 | 0.383 | 2.98M | - | - | - | - |" in (report_dir / "results.md").read_text()
     # its curves stay in the figures too, drawn from the earlier curves.json, beside the runs made since
     curves_before = json.loads((report_dir / "doom" / "curves.json").read_text())
     assert results["figure"]["panels"]["success rate"] == ["doom", "doomSparse"]
@@ -441,7 +441,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     assert len(calls) == 1 and calls[0][calls[0].index("--random-start") + 1] == "30" and "--greedy" in calls[0]
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["greedy_eval"]["success_rate"] == 0.85
-    assert "| ICM | 0 | - | 1M | 1.00 | 1.00 | 1M | - | 0.85 (19) |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | - | 1M | 1.00 | 1.00 | 1M | - | 0.85 (19) |" in (report_dir / "results.md").read_text()
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 1, "an evaluation of this checkpoint made this way is read back, not made again"
 
@@ -450,7 +450,7 @@ def test_greedy_evaluations_begin_at_random_and_one_made_without_is_made_again(t
     results = reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     run = results["tasks"]["doomSparse"]["icm"]["seeds"]["0"]
     assert run["global_step"] == 1_500_000 and run["greedy_eval"] is None and len(calls) == 1
-    assert "| ICM | 0 | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
+    assert "| ICM | 0 | - | - | 1.5M | 1.00 | 1.00 | 1M | - | - |" in (report_dir / "results.md").read_text()
 
 
 def test_mario_is_evaluated_greedy_and_sampled_each_kept_and_shown_apart(tmp_path, monkeypatch):
@@ -487,7 +487,7 @@ def test_mario_is_evaluated_greedy_and_sampled_each_kept_and_shown_apart(tmp_pat
     table = (report_dir / "results.md").read_text()
     assert ("| farthest | greedy | sampled |\n|---|---|---|---|---|---|---|---|\n| ICM | 1 | - | 1 | - | 1 | 64 (20 "
             "episodes) | 700 +- 23 (20 episodes) |") in table
-    assert "| ICM | 0 | - | 1M | 1 | - | 1 +- 0 | 1 | 64 | 700 +- 23 | - |" in table
+    assert "| ICM | 0 | - | - | 1M | 1 | - | 1 +- 0 | 1 | 64 | 700 +- 23 | - |" in table
     reproduce.report(str(out), str(report_dir), [1_000_000], eval_episodes=20)
     assert len(calls) == 3, "each policy's evaluation of this checkpoint is read back, neither taken for the other"
 
@@ -688,16 +688,18 @@ def test_the_verdict_follows_the_stated_criterion():
 
 
 def test_the_set_up_of_a_run_is_read_from_its_config_and_shown_per_seed_and_method(tmp_path):
-    for seed, per_worker in ((0, 16), (1, 4)):
+    for seed, per_worker, beta in ((0, 16, 0.01), (1, 4, 0.005)):
         log_dir = tmp_path / "runs" / f"doom-icm-s{seed}"
         write_episodes(log_dir, [0, 1] * 10)
-        (log_dir / "config.json").write_text(json.dumps({"run": {"num_workers": 2}, "hyperparameters": {
-            "envs_per_worker": per_worker, "max_global_steps": 200_000}}))
+        (log_dir / "config.json").write_text(json.dumps({"run": {"num_workers": 2, "unsup": "action"},
+                                                         "hyperparameters": {
+            "envs_per_worker": per_worker, "max_global_steps": 200_000, "prediction_beta": beta}}))
     results = reproduce.report(str(tmp_path), str(tmp_path / "report"), [100_000], eval_episodes=0)
     assert results["tasks"]["doom"]["icm"]["setups"] == ["2 x 16", "2 x 4"]
     table = (tmp_path / "report" / "results.md").read_text()
     assert "| ICM | 2 | 2 x 16, 2 x 4 | 0.50 | 0 of 2 (-) |" in table
-    assert "| ICM | 0 | 2 x 16 | 200k |" in table and "| ICM | 1 | 2 x 4 | 200k |" in table
+    assert "| ICM | 0 | 2 x 16 | prediction_beta 0.01 | 200k |" in table
+    assert "| ICM | 1 | 2 x 4 | prediction_beta 0.005 | 200k |" in table
 
 
 COMMITTED_REPORTS = sorted(os.path.relpath(os.path.dirname(path), ROOT) for path in glob.glob(
@@ -1264,3 +1266,19 @@ def test_the_random_agents_of_the_committed_reports_are_independent_samples_per_
         for first in digests:
             for second in digests:
                 assert first == second or not digests[first] & digests[second], f"{first} and {second} share episodes"
+
+
+def test_a_run_names_what_weighs_its_bonus():
+    """A seed's row says what weighed its bonus against the reward, from its config.json: prediction_beta, RND's
+    int_coef instead (its scaler never reads prediction_beta), int_coef too on the two-stream path, and whether each
+    step's bonus was normalised first; nothing for a run without a bonus."""
+    def config(unsup, **weights):
+        return {"run": {"unsup": unsup}, "hyperparameters": {"prediction_beta": 0.01, "int_coef": 1.0,
+                                                              "two_streams": False, "normalise_bonus": False,
+                                                              **weights}}
+    assert reproduce.weight_of(config("counts", prediction_beta=0.002)) == "prediction_beta 0.002"
+    assert reproduce.weight_of(config("rnd", int_coef=0.5, normalise_bonus=True)) == "int_coef 0.5"
+    assert reproduce.weight_of(config("action", two_streams=True, int_coef=0.5)) == "prediction_beta 0.01, int_coef 0.5"
+    assert reproduce.weight_of(config("e3b", prediction_beta=0.007, normalise_bonus=True)) == (
+        "prediction_beta 0.007, normalised")
+    assert reproduce.weight_of(config("none")) is None and reproduce.weight_of({}) is None
