@@ -332,6 +332,8 @@ CURIOSITY_CHOICES = ("none", "action", "state", "stateAenc", "rnd", "disagreemen
 PIXEL_CURIOSITY = ("state", "stateAenc")  # these predict images with the universe head
 # bonuses weighed by int_coef, whose scaler never reads prediction_beta (curiosity.ReturnScaler): RND's
 INT_COEF_BONUSES = ("rnd",)
+# the memory bonuses, whose scaler reads normalise_bonus (curiosity.MemoryScaler); the others ignore it
+NORMALISED_BONUSES = ("e3b", "ride", "ngu", "ngu_rnd", "counts")
 HEADS = ("universe", "nips", "nature", "doom", "minigrid", "mlp")
 # Evaluations (train.py --eval-every, the Doom study's report) begin each episode with 0 to 30 uniformly random
 # actions, as Mnih et al. (2015) began theirs with up to 30 no-ops (not every game here has a no-op): a greedy policy

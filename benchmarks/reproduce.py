@@ -679,7 +679,8 @@ def setup_of(config):
 def weight_of(config):
     """'prediction_beta 0.002': what weighs the run's bonus against the reward, from its config.json (None for no
     bonus, or where not kept): prediction_beta, except for the bonuses int_coef weighs instead; int_coef too on the
-    two-stream path; 'normalised' where each step's bonus was divided by its running deviation first."""
+    two-stream path; 'normalised' where each step's bonus was divided by its running deviation first (the memory
+    bonuses only: the others ignore normalise_bonus)."""
     unsup = config.get("run", {}).get("unsup")
     weights = config.get("hyperparameters", {})
     if unsup in (None, "none") or "prediction_beta" not in weights:
@@ -688,7 +689,7 @@ def weight_of(config):
     parts = [] if int_coef_only else [f"prediction_beta {weights['prediction_beta']:g}"]
     if int_coef_only or weights.get("two_streams"):
         parts.append(f"int_coef {weights['int_coef']:g}")
-    if weights.get("normalise_bonus") and not int_coef_only:
+    if weights.get("normalise_bonus") and unsup in constants.NORMALISED_BONUSES:
         parts.append("normalised")
     return ", ".join(parts)
 

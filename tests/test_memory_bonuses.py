@@ -120,6 +120,14 @@ class Paying:
         return self.paid
 
 
+def test_the_bonuses_said_to_read_normalise_bonus_are_the_memory_bonuses():
+    """constants.NORMALISED_BONUSES, which the study's reports name a run's normalisation by, are the bonuses whose
+    scaler is the MemoryScaler that reads normalise_bonus."""
+    memory_bonuses = {name for name, bonus in curiosity.BONUSES.items()
+                      if issubclass(bonus, curiosity.EmbeddingMemoryBonus)}
+    assert set(constants.NORMALISED_BONUSES) == memory_bonuses
+
+
 def test_normalise_bonus_divides_each_bonus_by_the_deviation_of_all_so_far_this_one_included():
     normalised = curiosity.MemoryScaler(Paying, 2.0, 1, episodic=False, normalise=True)
     rewards = [float(normalised.step(np.zeros((1, 2)), ())[0][0]) for _ in range(3)]

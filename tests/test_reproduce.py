@@ -1278,7 +1278,8 @@ def test_a_run_names_what_weighs_its_bonus():
                                                               **weights}}
     assert reproduce.weight_of(config("counts", prediction_beta=0.002)) == "prediction_beta 0.002"
     assert reproduce.weight_of(config("rnd", int_coef=0.5, normalise_bonus=True)) == "int_coef 0.5"
-    assert reproduce.weight_of(config("action", two_streams=True, int_coef=0.5)) == "prediction_beta 0.01, int_coef 0.5"
+    assert reproduce.weight_of(config("action", two_streams=True, int_coef=0.5, normalise_bonus=True)) == (
+        "prediction_beta 0.01, int_coef 0.5")  # the ICM's scaler never reads normalise_bonus
     assert reproduce.weight_of(config("e3b", prediction_beta=0.007, normalise_bonus=True)) == (
         "prediction_beta 0.007, normalised")
     assert reproduce.weight_of(config("none")) is None and reproduce.weight_of({}) is None
